@@ -1,0 +1,27 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "birdctl",
+    products: [
+        .library(name: "DBus", targets: ["DBus"]),
+        .library(name: "BlueZ", targets: ["BlueZ"]),
+    ],
+    targets: [
+        // libdbus, plus a shim for what Swift cannot call directly.
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        // Swift over libdbus: the only layer that touches pointers.
+        .target(name: "DBus", dependencies: ["CDBus"]),
+        // A typed org.bluez client.
+        .target(name: "BlueZ", dependencies: ["DBus"]),
+        // Starts a private dbus-daemon and the fake BlueZ of fixtures/ for tests.
+        .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ"]),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,128 @@
+import DBus
+import Foundation
+
+/// The fake `org.bluez` of fixtures/fake_bluez.py on a private bus: one per
+/// test, so tests are isolated and can run in parallel.
+public final class FakeBlueZ: @unchecked Sendable {
+    public static let controlInterface = "org.birdctl.FakeBlueZ"
+    public static let birdService = "b7ac06dc-09ff-40ed-b03a-55d09b08eb4a"
+    public static let colorUUID = "b7ac06dc-09ff-40ed-b03a-55d09b080001"
+    public static let nameUUID = "b7ac06dc-09ff-40ed-b03a-55d09b080002"
+    public static let alphaUUID = "b7ac06dc-09ff-40ed-b03a-55d09b080003"
+
+    public let bus: PrivateBus
+    /// The tests' own connection, used for control calls.
+    public let control: Connection
+    private var process: Process?
+    private let parameters: String
+    public let logFile: URL
+
+    /// Starts a private bus and the fake on it. `adapters`: how many (hci0…);
+    /// `powered`: their initial state.
+    public init(adapters: Int = 1, powered: Bool = true) throws {
+        bus = try PrivateBus()
+        control = try bus.connect()
+        parameters = "{\"adapters\": \(adapters), \"powered\": \(powered)}"
+        logFile = FileManager.default.temporaryDirectory
+            .appendingPathComponent("fake-bluez-\(UUID().uuidString).log")
+        try start()
+    }
+
+    deinit {
+        stop()
+        control.close()
+        bus.stop()
+        try? FileManager.default.removeItem(at: logFile)
+    }
+
+    /// The environment a birdctl process needs to talk to this fake.
+    public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": bus.address] }
+
+    /// Starts the fake (again): a new bluetoothd with a new unique name.
+    public func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [
+            "-m", "dbusmock", "--system", "-t", fixturesDirectory.appendingPathComponent("fake_bluez.py").path,
+            "-p", parameters, "-l", logFile.path,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        guard readLine(from: output.fileHandleForReading) == "ready" else {
+            process.terminate()
+            let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            throw TestSetupError("the fake BlueZ did not start\n\(log)")
+        }
+        self.process = process
+    }
+
+    /// Kills the fake, as when bluetoothd dies: its name vanishes from the bus
+    /// (clients see NameOwnerChanged; this does not wait for the exit).
+    public func stop() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        self.process = nil
+    }
+
+    /// Calls a method of the fake's control interface (see fake_bluez.py).
+    @discardableResult
+    public func call(_ method: String, _ arguments: DBusValue...) async throws -> [DBusValue] {
+        try await control.call(
+            destination: "org.bluez", path: "/", interface: Self.controlInterface, member: method,
+            arguments: arguments)
+    }
+
+    /// Adds a Bird peripheral on hci0 with raw characteristic values.
+    @discardableResult
+    public func addBird(
+        address: String = "F0:0D:B1:7D:00:01", name: String = "Robin", color: String = "#FF8800",
+        birdName: String? = nil, alpha: String = "80", rssi: Int16 = -50, cached: Bool = false,
+        visible: Bool = true
+    ) async throws -> ObjectPath {
+        let reply = try await call(
+            "AddBird", .string(address), .string(name), .bytes(Array(color.utf8)),
+            .bytes(Array((birdName ?? name).utf8)), .bytes(Array(alpha.utf8)), .int16(rssi), .bool(cached),
+            .bool(visible))
+        return reply.first?.objectPath ?? "/"
+    }
+
+    /// Adds a non-Bird device on hci0.
+    @discardableResult
+    public func addDevice(
+        address: String, name: String, uuids: [String] = ["0000180f-0000-1000-8000-00805f9b34fb"],
+        rssi: Int16 = -60, cached: Bool = false, visible: Bool = true
+    ) async throws -> ObjectPath {
+        let reply = try await call(
+            "AddDevice", .string("hci0"), .string(address), .string(name), .strings(uuids), .int16(rssi),
+            .bool(cached), .bool(visible))
+        return reply.first?.objectPath ?? "/"
+    }
+
+    /// The next call of `method` fails with `error`.
+    public func failNext(_ method: String, _ error: String, _ message: String = "") async throws {
+        try await call("FailNext", .string(method), .string(error), .string(message))
+    }
+
+    /// The next call of `method` is answered after `seconds` (negative: never).
+    public func delayNext(_ method: String, seconds: Double) async throws {
+        try await call("DelayNext", .string(method), .double(seconds))
+    }
+
+    /// BlueZ methods called so far, as "Method /path".
+    public func calls() async throws -> [String] {
+        try await call("Calls").first?.stringArray ?? []
+    }
+
+    /// The fake's whole tree, straight from its GetManagedObjects.
+    public func managedObjects() async throws -> DBusValue {
+        let reply = try await control.call(
+            destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+            member: "GetManagedObjects")
+        return reply.first ?? .dictionary(key: "o", value: "a{sa{sv}}", [])
+    }
+}

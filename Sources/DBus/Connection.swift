@@ -1,0 +1,407 @@
+import CDBus
+import Glibc
+import Dispatch
+import Synchronization
+
+/// A private connection to a message bus, driven by its own `EventLoop`.
+///
+/// Public methods may be called from any thread; they hop onto the loop.
+/// Reply handlers, signal handlers and exported methods run on the loop.
+/// Replies are matched to calls here (by serial) rather than through libdbus
+/// pending calls, so timeouts are ordinary loop timers.
+public final class Connection: @unchecked Sendable {
+    public typealias ReplyHandler = @Sendable (Result<Message, DBusError>) -> Void
+    public typealias SignalHandler = @Sendable (Message) -> Void
+
+    public struct SubscriptionID: Hashable, Sendable { let raw: UInt64 }
+
+    let raw: OpaquePointer
+    public let loop: EventLoop
+    /// This connection's unique name on the bus, e.g. `:1.42`.
+    public let uniqueName: String
+
+    // Loop-confined state.
+    private struct PendingReply {
+        let handler: ReplyHandler
+        let timer: EventLoop.TimerID
+    }
+    private struct Subscription {
+        let rule: MatchRule
+        let handler: SignalHandler
+    }
+    private var pending: [UInt32: PendingReply] = [:]
+    private var subscriptions: [(id: UInt64, subscription: Subscription)] = []
+    private var nextSubscriptionID: UInt64 = 1
+    /// Owners of well-known names that match rules name as sender.
+    private var nameOwners: [String: String] = [:]
+    private var trackedNames: Set<String> = []
+    private var disconnectHandlers: [@Sendable () -> Void] = []
+    private var libdbusWatches: [OpaquePointer: EventLoop.IOWatch] = [:]
+    /// Live libdbus timeouts, with the loop timer of the armed ones.
+    private var libdbusTimeouts: [OpaquePointer: EventLoop.TimerID?] = [:]
+    private(set) var isConnected = true
+    let exports = ExportRegistry()
+
+    /// Traffic tracer for `--verbose`: called on the loop with every message
+    /// sent and received.
+    public var tracer: (@Sendable (_ outgoing: Bool, _ message: Message) -> Void)?
+
+    // MARK: Opening and closing
+
+    /// The system bus: `DBUS_SYSTEM_BUS_ADDRESS` if set, else the standard socket.
+    public static func system() throws(DBusError) -> Connection {
+        try open { error in dbus_bus_get_private(DBUS_BUS_SYSTEM, &error) }
+    }
+
+    /// A bus at an explicit address such as `unix:path=/run/dbus/system_bus_socket`.
+    public static func connect(address: String) throws(DBusError) -> Connection {
+        try open { error in
+            guard let raw = dbus_connection_open_private(address, &error) else { return nil }
+            if dbus_bus_register(raw, &error) == 0 {
+                dbus_connection_close(raw)
+                dbus_connection_unref(raw)
+                return nil
+            }
+            return raw
+        }
+    }
+
+    private static func open(
+        _ body: (inout CDBus.DBusError) -> OpaquePointer?
+    ) throws(DBusError) -> Connection {
+        dbus_threads_init_default()
+        var error = cdbus_error_make()
+        guard let raw = body(&error) else {
+            throw takeError(&error, fallback: DBusError(.noServer, "could not connect to the bus"))
+        }
+        return Connection(raw: raw)
+    }
+
+    /// Moves a libdbus error into a Swift one and frees it.
+    static func takeError(_ error: inout CDBus.DBusError, fallback: DBusError) -> DBusError {
+        defer { dbus_error_free(&error) }
+        guard dbus_error_is_set(&error) != 0, let name = error.name else { return fallback }
+        return DBusError(DBusErrorName(String(cString: name)), error.message.map { String(cString: $0) } ?? "")
+    }
+
+    private init(raw: OpaquePointer) {
+        self.raw = raw
+        self.loop = EventLoop()
+        self.uniqueName = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        installLibdbusHooks()
+        loop.beforePoll = { [unowned self] in self.dispatchQueued() }
+        loop.start()
+    }
+
+    /// Closes the connection and ends the loop. Pending calls fail with `.disconnected`.
+    public func close() {
+        let work: @Sendable () -> Void = { [self] in
+            guard isConnected else { return }
+            dbus_connection_flush(raw)
+            dbus_connection_close(raw)
+            failEverythingPending()
+        }
+        if loop.isInLoop { work() } else { runBlocking(work) }
+        loop.stop()
+    }
+
+    deinit {
+        dbus_connection_unref(raw)
+    }
+
+    /// Called on the loop when the bus connection is lost.
+    public func onDisconnect(_ handler: @escaping @Sendable () -> Void) {
+        loop.execute { [self] in disconnectHandlers.append(handler) }
+    }
+
+    // MARK: Sending and calling
+
+    /// Sends a message without waiting for any reply.
+    public func send(_ message: Message) {
+        loop.execute { [self] in _ = sendNow(message) }
+    }
+
+    /// Sends a method call; `reply` runs on the loop with the reply or an error
+    /// (the peer's, `.timeout` after `timeout`, or `.disconnected`).
+    public func call(_ message: Message, timeout: Duration = .seconds(25), reply: @escaping ReplyHandler) {
+        loop.execute { [self] in
+            guard let serial = sendNow(message) else {
+                reply(.failure(DBusError(.disconnected, "not connected to the bus")))
+                return
+            }
+            let timer = loop.schedule(after: timeout) { [self] in
+                guard let entry = pending.removeValue(forKey: serial) else { return }
+                entry.handler(.failure(DBusError(.noReply, "no reply within \(timeout)")))
+            }
+            pending[serial] = PendingReply(handler: reply, timer: timer)
+        }
+    }
+
+    /// Sends a method call and waits for its reply.
+    public func call(_ message: Message, timeout: Duration = .seconds(25)) async throws(DBusError) -> Message {
+        let result = await withCheckedContinuation { continuation in
+            call(message, timeout: timeout) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Sends a method call and blocks the calling thread for its reply.
+    /// Must not be called on the loop, which has to run to deliver the reply.
+    public func callBlocking(_ message: Message, timeout: Duration = .seconds(25)) throws(DBusError) -> Message {
+        precondition(!loop.isInLoop, "callBlocking on the connection's own loop would deadlock")
+        let box = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        call(message, timeout: timeout) { result in
+            box.result = result
+            done.signal()
+        }
+        done.wait()
+        return try box.result!.get()
+    }
+
+    /// Convenience: build and call in one step, checking the reply is a method return.
+    public func call(
+        destination: String, path: ObjectPath, interface: String, member: String,
+        arguments: [DBusValue] = [], timeout: Duration = .seconds(25)
+    ) async throws(DBusError) -> [DBusValue] {
+        let message = try Message.methodCall(
+            destination: destination, path: path, interface: interface, member: member, arguments: arguments)
+        return try await call(message, timeout: timeout).arguments()
+    }
+
+    /// Runs `work` on the loop and waits for it (used only off the loop).
+    private func runBlocking(_ work: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            work()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    /// Queues a message on the loop; returns its serial, nil if disconnected.
+    func sendNow(_ message: Message) -> UInt32? {
+        guard isConnected else { return nil }
+        var serial: UInt32 = 0
+        guard dbus_connection_send(raw, message.raw, &serial) != 0 else { return nil }
+        tracer?(true, message)
+        return serial
+    }
+
+    // MARK: Signals
+
+    /// Adds a match rule on the bus and calls `handler` on the loop for every
+    /// signal it selects. The AddMatch request is sent before this returns to
+    /// the loop, so any call sent after it is ordered after the rule is active.
+    @discardableResult
+    public func subscribe(_ rule: MatchRule, handler: @escaping SignalHandler) -> SubscriptionID {
+        // The id is reserved off-loop so the caller gets it synchronously.
+        let id = SubscriptionID(raw: subscriptionCounter.add(1, ordering: .relaxed).newValue)
+        loop.execute { [self] in
+            if rule.hasWellKnownSender, let sender = rule.sender { trackOwner(of: sender) }
+            subscriptions.append((id.raw, Subscription(rule: rule, handler: handler)))
+            callBusDriver("AddMatch", [.string(rule.description)])
+        }
+        return id
+    }
+
+    public func unsubscribe(_ id: SubscriptionID) {
+        loop.execute { [self] in
+            guard let index = subscriptions.firstIndex(where: { $0.id == id.raw }) else { return }
+            let rule = subscriptions.remove(at: index).subscription.rule
+            callBusDriver("RemoveMatch", [.string(rule.description)])
+        }
+    }
+
+    private let subscriptionCounter = Atomic<UInt64>(0)
+
+    /// Keeps `nameOwners[name]` current so well-known senders can be matched.
+    private func trackOwner(of name: String) {
+        guard trackedNames.insert(name).inserted else { return }
+        let rule = MatchRule(
+            sender: busDriverName, interface: busDriverName, member: "NameOwnerChanged", arg0: name)
+        callBusDriver("AddMatch", [.string(rule.description)])
+        callBusDriver("GetNameOwner", [.string(name)]) { [self] result in
+            // A NameOwnerChanged may have arrived first; it is newer, keep it.
+            guard nameOwners[name] == nil else { return }
+            nameOwners[name] = (try? result.get().arguments().first?.string) ?? ""
+        }
+    }
+
+    private func callBusDriver(
+        _ member: String, _ arguments: [DBusValue], reply: ReplyHandler? = nil
+    ) {
+        guard
+            let message = try? Message.methodCall(
+                destination: busDriverName, path: busDriverPath, interface: busDriverName,
+                member: member, arguments: arguments)
+        else { return }
+        call(message, timeout: .seconds(25)) { result in reply?(result) }
+    }
+
+    // MARK: Incoming
+
+    /// Delivers every message libdbus has queued (runs before each poll).
+    private func dispatchQueued() {
+        while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
+            dbus_connection_dispatch(raw)
+        }
+    }
+
+    /// The single libdbus filter: replies, signals and calls to exported objects.
+    fileprivate func handleIncoming(_ message: Message) -> Bool {
+        tracer?(false, message)
+        switch message.kind {
+        case .methodReturn, .error:
+            guard let entry = pending.removeValue(forKey: message.replySerial) else { return false }
+            loop.cancel(entry.timer)
+            if let error = message.error {
+                entry.handler(.failure(error))
+            } else {
+                entry.handler(.success(message))
+            }
+            return true
+        case .signal:
+            deliverSignal(message)
+            return false
+        case .methodCall:
+            if let reply = exports.handle(message, on: self), message.expectsReply {
+                _ = sendNow(reply)
+            }
+            return true
+        case .invalid:
+            return false
+        }
+    }
+
+    private func deliverSignal(_ message: Message) {
+        if message.hasInterface("org.freedesktop.DBus.Local"), message.hasMember("Disconnected") {
+            handleDisconnected()
+            return
+        }
+        if message.hasMember("NameOwnerChanged"), message.sender == busDriverName,
+            let args = try? message.arguments(), args.count == 3,
+            let name = args[0].string, trackedNames.contains(name)
+        {
+            nameOwners[name] = args[2].string ?? ""
+        }
+        for (_, subscription) in subscriptions {
+            let owner = subscription.rule.sender.flatMap { nameOwners[$0] }
+            if subscription.rule.matches(message, senderOwner: owner) {
+                subscription.handler(message)
+            }
+        }
+    }
+
+    private func handleDisconnected() {
+        guard isConnected else { return }
+        isConnected = false
+        failEverythingPending()
+        for handler in disconnectHandlers { handler() }
+    }
+
+    private func failEverythingPending() {
+        isConnected = false
+        let failed = pending
+        pending.removeAll()
+        for (_, entry) in failed {
+            loop.cancel(entry.timer)
+            entry.handler(.failure(DBusError(.disconnected, "connection to the bus closed")))
+        }
+    }
+
+    // MARK: libdbus main-loop integration
+
+    private func installLibdbusHooks() {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_add_filter(raw, { _, message, context in
+            let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
+            let handled = connection.handleIncoming(Message(borrowing: message!))
+            return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }, context, nil)
+
+        dbus_connection_set_watch_functions(
+            raw,
+            { watch, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().addLibdbusWatch(watch!)
+                return 1
+            },
+            { watch, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().removeLibdbusWatch(watch!)
+            },
+            { watch, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().toggleLibdbusWatch(watch!)
+            },
+            context, nil)
+
+        dbus_connection_set_timeout_functions(
+            raw,
+            { timeout, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().armLibdbusTimeout(timeout!)
+                return 1
+            },
+            { timeout, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().removeLibdbusTimeout(timeout!)
+            },
+            { timeout, context in
+                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().armLibdbusTimeout(timeout!)
+            },
+            context, nil)
+
+        dbus_connection_set_wakeup_main_function(raw, { context in
+            Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().loop.wakeUp()
+        }, context, nil)
+    }
+
+    private func addLibdbusWatch(_ watch: OpaquePointer) {
+        let flags = dbus_watch_get_flags(watch)
+        var events: Int16 = 0
+        if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+        if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+        let ioWatch = EventLoop.IOWatch(fd: dbus_watch_get_unix_fd(watch), events: events) { revents in
+            var condition: UInt32 = 0
+            if revents & Int16(POLLIN) != 0 { condition |= DBUS_WATCH_READABLE.rawValue }
+            if revents & Int16(POLLOUT) != 0 { condition |= DBUS_WATCH_WRITABLE.rawValue }
+            if revents & Int16(POLLERR) != 0 { condition |= DBUS_WATCH_ERROR.rawValue }
+            if revents & Int16(POLLHUP) != 0 { condition |= DBUS_WATCH_HANGUP.rawValue }
+            dbus_watch_handle(watch, condition)
+        }
+        ioWatch.isEnabled = dbus_watch_get_enabled(watch) != 0
+        libdbusWatches[watch] = ioWatch
+        loop.addWatch(ioWatch)
+    }
+
+    private func removeLibdbusWatch(_ watch: OpaquePointer) {
+        if let ioWatch = libdbusWatches.removeValue(forKey: watch) { loop.removeWatch(ioWatch) }
+    }
+
+    private func toggleLibdbusWatch(_ watch: OpaquePointer) {
+        libdbusWatches[watch]?.isEnabled = dbus_watch_get_enabled(watch) != 0
+    }
+
+    /// (Re)arms a libdbus timeout as a loop timer while it is enabled.
+    private func armLibdbusTimeout(_ timeout: OpaquePointer) {
+        if let timer = libdbusTimeouts[timeout] ?? nil { loop.cancel(timer) }
+        libdbusTimeouts[timeout] = .some(nil)
+        guard dbus_timeout_get_enabled(timeout) != 0 else { return }
+        let interval = Duration.milliseconds(dbus_timeout_get_interval(timeout))
+        libdbusTimeouts[timeout] = loop.schedule(after: interval) { [unowned self] in
+            libdbusTimeouts[timeout] = .some(nil)
+            dbus_timeout_handle(timeout)
+            // libdbus timeouts repeat until removed (then the key is gone) or disabled.
+            if case .some(.none) = libdbusTimeouts[timeout], dbus_timeout_get_enabled(timeout) != 0 {
+                armLibdbusTimeout(timeout)
+            }
+        }
+    }
+
+    private func removeLibdbusTimeout(_ timeout: OpaquePointer) {
+        if let timer = libdbusTimeouts.removeValue(forKey: timeout) ?? nil { loop.cancel(timer) }
+    }
+}
+
+/// Carries a result from the loop to a thread blocked on a semaphore.
+private final class ResultBox: @unchecked Sendable {
+    var result: Result<Message, DBusError>?
+}

@@ -1,0 +1,207 @@
+import CDBus
+import Glibc
+import Synchronization
+
+/// One thread that blocks in `poll(2)` on file descriptors and timers and runs
+/// everything that touches a connection. Work from other threads is posted to
+/// it and wakes it through an eventfd, so an idle loop uses no CPU at all.
+///
+/// Everything but `execute`, `stop` and `isInLoop` must be called on the loop.
+public final class EventLoop: @unchecked Sendable {
+    public struct TimerID: Hashable, Sendable { let raw: UInt64 }
+
+    /// A file descriptor the loop polls while `isEnabled` is true.
+    final class IOWatch {
+        let fd: Int32
+        var events: Int16
+        var isEnabled = true
+        let handler: (_ revents: Int16) -> Void
+        init(fd: Int32, events: Int16, handler: @escaping (Int16) -> Void) {
+            self.fd = fd
+            self.events = events
+            self.handler = handler
+        }
+    }
+
+    private struct Timer {
+        var deadline: ContinuousClock.Instant
+        var handler: () -> Void
+    }
+
+    private let wakeFD: Int32
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let loopThread = Atomic<UInt>(0)
+    private let stopRequested = Atomic<Bool>(false)
+    private let hasEnded = Atomic<Bool>(false)
+    private var threadHandle: pthread_t?
+
+    // Loop-confined state.
+    private var watches: [IOWatch] = []
+    private var timers: [UInt64: Timer] = [:]
+    private var nextTimerID: UInt64 = 1
+    /// Runs before every poll (the connection dispatches queued messages here).
+    var beforePoll: (() -> Void)?
+
+    init() {
+        wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        precondition(wakeFD >= 0, "eventfd failed: errno \(errno)")
+    }
+
+    deinit { close(wakeFD) }
+
+    /// True on the loop's own thread.
+    public var isInLoop: Bool { pthread_self() == loopThread.load(ordering: .acquiring) }
+
+    /// Runs `work` on the loop: at once if already there, else soon after.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        // After the loop has ended there is no thread to hand over to; the
+        // work then finds its connection closed and fails at once.
+        if isInLoop || hasEnded.load(ordering: .acquiring) {
+            work()
+            return
+        }
+        inbox.withLock { $0.append(work) }
+        wakeUp()
+    }
+
+    func wakeUp() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    // MARK: Timers (loop only)
+
+    /// Calls `handler` on the loop once, after `delay`.
+    @discardableResult
+    public func schedule(after delay: Duration, _ handler: @escaping () -> Void) -> TimerID {
+        let id = nextTimerID
+        nextTimerID += 1
+        timers[id] = Timer(deadline: .now + delay, handler: handler)
+        return TimerID(raw: id)
+    }
+
+    public func cancel(_ timer: TimerID) {
+        timers[timer.raw] = nil
+    }
+
+    // MARK: Watches (loop only, or before the thread starts)
+
+    func addWatch(_ watch: IOWatch) { watches.append(watch) }
+    func removeWatch(_ watch: IOWatch) { watches.removeAll { $0 === watch } }
+
+    /// Calls `handler` on the loop whenever `fd` is readable, until `removeWatch`.
+    @discardableResult
+    public func watchReadable(_ fd: Int32, _ handler: @escaping () -> Void) -> AnyObject {
+        let watch = IOWatch(fd: fd, events: Int16(POLLIN)) { _ in handler() }
+        addWatch(watch)
+        return watch
+    }
+
+    public func unwatch(_ token: AnyObject) {
+        if let watch = token as? IOWatch { removeWatch(watch) }
+    }
+
+    // MARK: Running
+
+    /// Starts the loop on a new thread.
+    func start() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var handle = pthread_t()
+        let result = pthread_create(&handle, nil, { context in
+            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, context)
+        precondition(result == 0, "pthread_create failed: \(result)")
+        threadHandle = handle
+        loopThread.store(UInt(handle), ordering: .releasing)
+    }
+
+    /// Asks the loop to finish its current iteration and end; waits for it
+    /// unless called from the loop itself.
+    func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        wakeUp()
+        if !isInLoop, let handle = threadHandle {
+            pthread_join(handle, nil)
+            threadHandle = nil
+            runInbox()
+        } else if let handle = threadHandle {
+            pthread_detach(handle)
+            threadHandle = nil
+        }
+    }
+
+    /// CPU time the loop thread has used (for checking that idle means idle).
+    func threadCPUTime() -> Duration {
+        guard let handle = threadHandle else { return .zero }
+        var clock = clockid_t()
+        guard pthread_getcpuclockid(handle, &clock) == 0 else { return .zero }
+        var time = timespec()
+        clock_gettime(clock, &time)
+        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
+    }
+
+    private func run() {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
+        var fds: [pollfd] = []
+        var polled: [IOWatch] = []
+        while !stopRequested.load(ordering: .acquiring) {
+            runInbox()
+            beforePoll?()
+
+            fds.removeAll(keepingCapacity: true)
+            polled.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            for watch in watches where watch.isEnabled {
+                fds.append(pollfd(fd: watch.fd, events: watch.events, revents: 0))
+                polled.append(watch)
+            }
+            let ready = poll(&fds, nfds_t(fds.count), pollTimeoutMilliseconds())
+            if ready < 0 && errno != EINTR { fatalError("poll failed: errno \(errno)") }
+
+            if fds[0].revents != 0 {
+                var count: UInt64 = 0
+                _ = read(wakeFD, &count, 8)
+            }
+            for (index, watch) in polled.enumerated() {
+                let revents = fds[index + 1].revents
+                // A watch removed by an earlier handler in this round is skipped.
+                if revents != 0, watch.isEnabled, watches.contains(where: { $0 === watch }) {
+                    watch.handler(revents)
+                }
+            }
+            fireDueTimers()
+        }
+        hasEnded.store(true, ordering: .releasing)
+        runInbox()
+    }
+
+    private func runInbox() {
+        let work = inbox.withLock { queue -> [@Sendable () -> Void] in
+            defer { queue.removeAll() }
+            return queue
+        }
+        for item in work { item() }
+    }
+
+    private func pollTimeoutMilliseconds() -> Int32 {
+        guard let earliest = timers.values.lazy.map(\.deadline).min() else { return -1 }
+        let remaining = ContinuousClock.now.duration(to: earliest)
+        if remaining <= .zero { return 0 }
+        let (seconds, attoseconds) = remaining.components
+        // Round up so a timer never fires early and the loop does not spin.
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: milliseconds)
+    }
+
+    private func fireDueTimers() {
+        guard !timers.isEmpty else { return }
+        let now = ContinuousClock.now
+        let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
+        for (id, timer) in due where timers[id] != nil {
+            timers[id] = nil
+            timer.handler()
+        }
+    }
+}

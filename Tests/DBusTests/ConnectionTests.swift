@@ -1,0 +1,164 @@
+import BlueZTestSupport
+import Dispatch
+@testable import DBus
+import Testing
+
+/// Collects signals delivered on a connection's loop for a test to await.
+final class SignalInbox: @unchecked Sendable {
+    private let stream: AsyncStream<Message>
+    private let continuation: AsyncStream<Message>.Continuation
+    private var iterator: AsyncStream<Message>.Iterator
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream()
+        iterator = stream.makeAsyncIterator()
+    }
+
+    var handler: Connection.SignalHandler { { [continuation] in continuation.yield($0) } }
+
+    func next() async -> Message? { await iterator.next() }
+}
+
+@Suite("Connection: calls, errors, signals")
+struct ConnectionTests {
+    @Test func errorNameAndMessageSurviveTheBus() async throws {
+        let pair = try EchoPair()
+        do {
+            _ = try await pair.client.call(
+                destination: pair.server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Fail")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.name == "org.birdctl.Test.Error.Custom")
+            #expect(error.message == "it went wrong: ünïcode")
+            #expect(error.kind == .other)
+        }
+    }
+
+    @Test func missingServiceIsServiceUnknown() async throws {
+        let pair = try EchoPair()
+        await #expect(throws: DBusError.self) {
+            try await pair.client.call(destination: "org.nobody.Here", path: "/", interface: "org.x", member: "M")
+        }
+        do {
+            _ = try await pair.client.call(destination: "org.nobody.Here", path: "/", interface: "org.x", member: "M")
+        } catch {
+            #expect(error.kind == .serviceUnknown)
+        }
+    }
+
+    @Test func unknownObjectAndMethod() async throws {
+        let pair = try EchoPair()
+        let server = pair.server.uniqueName
+        do {
+            _ = try await pair.client.call(destination: server, path: "/nothing", interface: "org.x", member: "M")
+            Issue.record("expected an error")
+        } catch { #expect(error.kind == .unknownObject) }
+        do {
+            _ = try await pair.client.call(destination: server, path: "/echo", interface: "org.birdctl.Test", member: "Nope")
+            Issue.record("expected an error")
+        } catch { #expect(error.kind == .unknownMethod) }
+    }
+
+    @Test func blockingCallFromAnotherThread() async throws {
+        let pair = try EchoPair()
+        let message = try Message.methodCall(
+            destination: pair.server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Echo",
+            arguments: [.string("blocking")])
+        let client = pair.client
+        let reply = try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try client.callBlocking(message).arguments() })
+            }
+        }
+        #expect(reply == [.string("blocking")])
+    }
+
+    @Test func callbackRunsOnTheLoop() async throws {
+        let pair = try EchoPair()
+        let message = try Message.methodCall(
+            destination: pair.server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Echo")
+        let loop = pair.client.loop
+        let onLoop = await withCheckedContinuation { continuation in
+            pair.client.call(message) { _ in continuation.resume(returning: loop.isInLoop) }
+        }
+        #expect(onLoop)
+    }
+
+    @Test func signalsAreRoutedByRule() async throws {
+        let pair = try EchoPair()
+        let inbox = SignalInbox()
+        pair.client.subscribe(
+            MatchRule(interface: "org.birdctl.Test", member: "Tick", path: "/echo"), handler: inbox.handler)
+        // A round trip to the bus makes sure the AddMatch is in place.
+        _ = try await pair.client.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "GetId")
+        pair.server.emitSignal("/other", interface: "org.birdctl.Test", member: "Tick", arguments: [.int32(0)])
+        pair.server.emitSignal("/echo", interface: "org.birdctl.Test", member: "Tock", arguments: [.int32(1)])
+        pair.server.emitSignal("/echo", interface: "org.birdctl.Test", member: "Tick", arguments: [.int32(2)])
+        let message = await inbox.next()
+        #expect(try message?.arguments() == [.int32(2)])
+        #expect(message?.sender == pair.server.uniqueName)
+    }
+
+    @Test func wellKnownSenderIsResolvedToItsOwner() async throws {
+        let pair = try EchoPair()
+        let impostor = try pair.bus.connect()
+        defer { impostor.close() }
+        _ = try await pair.server.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "RequestName", arguments: [.string("org.birdctl.Owner"), .uint32(4)])
+        let inbox = SignalInbox()
+        pair.client.subscribe(MatchRule(sender: "org.birdctl.Owner", member: "Tick"), handler: inbox.handler)
+        _ = try await pair.client.call(
+            destination: "org.birdctl.Owner", path: "/echo", interface: "org.birdctl.Test", member: "Echo")
+        // The client subscribes to ticks from "org.birdctl.Owner" only; the
+        // impostor's are not delivered even though a second rule could match.
+        let other = SignalInbox()
+        pair.client.subscribe(MatchRule(member: "Tick"), handler: other.handler)
+        _ = try await pair.client.call(
+            destination: "org.birdctl.Owner", path: "/echo", interface: "org.birdctl.Test", member: "Echo")
+        impostor.emitSignal("/x", interface: "org.birdctl.Test", member: "Tick", arguments: [.string("impostor")])
+        #expect(try await other.next()?.arguments() == [.string("impostor")])
+        pair.server.emitSignal("/x", interface: "org.birdctl.Test", member: "Tick", arguments: [.string("owner")])
+        #expect(try await inbox.next()?.arguments() == [.string("owner")])
+    }
+
+    @Test func idleLoopUsesNoCPU() async throws {
+        let pair = try EchoPair()
+        let before = pair.client.loop.threadCPUTime()
+        try await Task.sleep(for: .milliseconds(500))
+        let used = pair.client.loop.threadCPUTime() - before
+        // A loop that polled would burn the whole half second; a blocked one ~0.
+        #expect(used < .milliseconds(20), "idle loop used \(used) of CPU in 0.5 s")
+    }
+
+    @Test func timersFireInOrderOnTheLoop() async throws {
+        let pair = try EchoPair()
+        let loop = pair.client.loop
+        let order = await withCheckedContinuation { (continuation: CheckedContinuation<[Int], Never>) in
+            loop.execute {
+                var fired: [Int] = []
+                let cancelled = loop.schedule(after: .milliseconds(10)) { fired.append(99) }
+                loop.schedule(after: .milliseconds(30)) {
+                    fired.append(2)
+                    continuation.resume(returning: fired)
+                }
+                loop.schedule(after: .milliseconds(5)) { fired.append(1) }
+                loop.cancel(cancelled)
+            }
+        }
+        #expect(order == [1, 2])
+    }
+
+    @Test func pendingCallsFailWhenClosed() async throws {
+        let bus = try PrivateBus()
+        let connection = try bus.connect()
+        connection.close()
+        await #expect(throws: DBusError.self) {
+            try await connection.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                interface: "org.freedesktop.DBus", member: "GetId")
+        }
+    }
+}
