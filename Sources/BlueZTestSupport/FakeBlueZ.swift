@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import Glibc
 
 /// The fake `org.bluez` of fixtures/fake_bluez.py on a private bus: one per
 /// test, so tests are isolated and can run in parallel.
@@ -29,7 +30,7 @@ public final class FakeBlueZ: @unchecked Sendable {
     }
 
     deinit {
-        stop()
+        kill()
         control.close()
         bus.stop()
         try? FileManager.default.removeItem(at: logFile)
@@ -61,11 +62,34 @@ public final class FakeBlueZ: @unchecked Sendable {
         self.process = process
     }
 
-    /// Kills the fake, as when bluetoothd dies: its name vanishes from the bus
-    /// (clients see NameOwnerChanged; this does not wait for the exit).
-    public func stop() {
+    /// Kills the fake, as when bluetoothd dies, and returns once its name has
+    /// left the bus (clients see NameOwnerChanged).
+    public func stop() async throws {
+        let (gone, continuation) = AsyncStream<Void>.makeStream()
+        let subscription = control.subscribe(
+            MatchRule(sender: "org.freedesktop.DBus", member: "NameOwnerChanged", arg0: "org.bluez")
+        ) { message in
+            if (try? message.arguments())?.last?.string == "" { continuation.yield() }
+        }
+        defer { control.unsubscribe(subscription) }
+        // The AddMatch must be in place before the kill.
+        _ = try await control.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "GetId")
+        kill()
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(10))
+            continuation.finish()
+        }
+        defer { watchdog.cancel() }
+        for await _ in gone { return }
+        throw TestSetupError("org.bluez did not leave the bus")
+    }
+
+    /// Kills the fake without waiting. SIGKILL: the child inherits a blocked SIGTERM.
+    public func kill() {
         guard let process else { return }
-        kill(process.processIdentifier, SIGKILL)
+        Glibc.kill(process.processIdentifier, SIGKILL)
         self.process = nil
     }
 

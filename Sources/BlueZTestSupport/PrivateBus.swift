@@ -39,8 +39,9 @@ public final class PrivateBus: @unchecked Sendable {
         try Connection.connect(address: address)
     }
 
-X
-    /// the main thread; the exit is reaped in the background.
+    /// Ends the daemon. SIGKILL because children inherit the test process's
+    /// blocked SIGTERM; no wait because Foundation's waitUntilExit hangs off
+    /// the main thread (the exit is reaped in the background).
     public func stop() {
         kill(process.processIdentifier, SIGKILL)
     }

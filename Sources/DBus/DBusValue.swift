@@ -8,6 +8,12 @@ public struct ObjectPath: Hashable, Sendable, Comparable, CustomStringConvertibl
     public var description: String { rawValue }
     public static func < (a: ObjectPath, b: ObjectPath) -> Bool { a.rawValue < b.rawValue }
 
+    /// The path one level up; nil for `/`.
+    public var parent: ObjectPath? {
+        guard rawValue != "/", let slash = rawValue.lastIndex(of: "/") else { return nil }
+        return slash == rawValue.startIndex ? "/" : ObjectPath(String(rawValue[..<slash]))
+    }
+
     /// True when `self` is `ancestor` or lies below it.
     public func isDescendant(of ancestor: ObjectPath) -> Bool {
         if ancestor.rawValue == "/" || ancestor == self { return true }

@@ -1,0 +1,157 @@
+import DBus
+
+/// One BlueZ method call and how to read its reply. Operations are values so
+/// that a driver can hold, log and perform them the same way.
+public struct BlueZRequest<Output: Sendable>: Sendable {
+    public let path: ObjectPath
+    public let interface: String
+    public let member: String
+    public let arguments: [DBusValue]
+    public var timeout: Duration
+    let decode: @Sendable ([DBusValue]) throws(BlueZError) -> Output
+
+    init(
+        _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+        timeout: Duration = .seconds(25), decode: @escaping @Sendable ([DBusValue]) throws(BlueZError) -> Output
+    ) {
+        self.path = path
+        self.interface = interface
+        self.member = member
+        self.arguments = arguments
+        self.timeout = timeout
+        self.decode = decode
+    }
+}
+
+extension BlueZRequest where Output == Void {
+    init(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+         timeout: Duration = .seconds(25)) {
+        self.init(path, interface, member, arguments, timeout: timeout) { _ throws(BlueZError) in }
+    }
+
+    /// Discovery limited to these service UUIDs on this transport ("le", "bredr", "auto").
+    /// BlueZ merges every client's filter, so results must still be checked.
+    public static func setDiscoveryFilter(
+        adapter: ObjectPath, uuids: [String], transport: String = "le", duplicateData: Bool = true
+    ) -> Self {
+        Self(adapter, BlueZNames.adapter, "SetDiscoveryFilter", [
+            .propertyMap([
+                "UUIDs": .strings(uuids), "Transport": .string(transport), "DuplicateData": .bool(duplicateData),
+            ])
+        ])
+    }
+
+    public static func startDiscovery(adapter: ObjectPath) -> Self {
+        Self(adapter, BlueZNames.adapter, "StartDiscovery")
+    }
+
+    public static func stopDiscovery(adapter: ObjectPath) -> Self {
+        Self(adapter, BlueZNames.adapter, "StopDiscovery")
+    }
+
+    public static func setPowered(adapter: ObjectPath, _ on: Bool) -> Self {
+        Self(adapter, BlueZNames.properties, "Set", [
+            .string(BlueZNames.adapter), .string("Powered"), .variant(.bool(on)),
+        ])
+    }
+
+    public static func removeDevice(adapter: ObjectPath, device: ObjectPath) -> Self {
+        Self(adapter, BlueZNames.adapter, "RemoveDevice", [.objectPath(device)])
+    }
+
+    /// Connects; BlueZ answers when the link is up (services resolve later).
+    public static func connect(device: ObjectPath, timeout: Duration = .seconds(25)) -> Self {
+        Self(device, BlueZNames.device, "Connect", timeout: timeout)
+    }
+
+    /// Disconnects, or cancels a connection attempt still in progress.
+    public static func disconnect(device: ObjectPath) -> Self {
+        Self(device, BlueZNames.device, "Disconnect")
+    }
+
+    public enum WriteType: String, Sendable {
+        /// Write with response: the peripheral acknowledges.
+        case request
+        /// Write without response.
+        case command
+    }
+
+    public static func writeValue(characteristic: ObjectPath, _ value: [UInt8], type: WriteType = .request) -> Self {
+        Self(characteristic, BlueZNames.gattCharacteristic, "WriteValue", [
+            .bytes(value), .propertyMap(["type": .string(type.rawValue)]),
+        ])
+    }
+
+    public static func startNotify(characteristic: ObjectPath) -> Self {
+        Self(characteristic, BlueZNames.gattCharacteristic, "StartNotify")
+    }
+
+    public static func stopNotify(characteristic: ObjectPath) -> Self {
+        Self(characteristic, BlueZNames.gattCharacteristic, "StopNotify")
+    }
+}
+
+extension BlueZRequest where Output == [UInt8] {
+    public static func readValue(characteristic: ObjectPath, offset: UInt16 = 0) -> Self {
+        let options: [String: DBusValue] = offset == 0 ? [:] : ["offset": .uint16(offset)]
+        return Self(characteristic, BlueZNames.gattCharacteristic, "ReadValue", [.propertyMap(options)]) {
+            reply throws(BlueZError) in
+            guard let bytes = reply.first?.bytes else {
+                throw BlueZError(.unexpectedReply, message: "ReadValue returned \(reply.map(\.signature))")
+            }
+            return bytes
+        }
+    }
+}
+
+extension BlueZRequest where Output == ObjectTree {
+    static func getManagedObjects() -> Self {
+        Self("/", BlueZNames.objectManager, "GetManagedObjects") { reply throws(BlueZError) in
+            guard let value = reply.first else { throw BlueZError(.unexpectedReply, message: "empty GetManagedObjects") }
+            return try ObjectTree(managedObjects: value)
+        }
+    }
+}
+
+extension BlueZClient {
+    /// Performs a request; `completion` runs on the loop.
+    public func perform<Output>(
+        _ request: BlueZRequest<Output>, completion: @escaping @Sendable (Result<Output, BlueZError>) -> Void
+    ) {
+        let message: Message
+        do {
+            message = try Message.methodCall(
+                destination: BlueZNames.busName, path: request.path, interface: request.interface,
+                member: request.member, arguments: request.arguments)
+        } catch {
+            completion(.failure(BlueZError(error)))
+            return
+        }
+        connection.call(message, timeout: request.timeout) { result in
+            completion(Self.outcome(of: result, decodedBy: request.decode))
+        }
+    }
+
+    private static func outcome<Output>(
+        of result: Result<Message, DBusError>,
+        decodedBy decode: ([DBusValue]) throws(BlueZError) -> Output
+    ) -> Result<Output, BlueZError> {
+        do {
+            return .success(try decode(try result.get().arguments()))
+        } catch let error as DBusError {
+            return .failure(BlueZError(error))
+        } catch let error as BlueZError {
+            return .failure(error)
+        } catch {
+            return .failure(BlueZError(.other, message: "\(error)"))
+        }
+    }
+
+    /// Performs a request and waits for its outcome.
+    public func perform<Output>(_ request: BlueZRequest<Output>) async throws(BlueZError) -> Output {
+        let result = await withCheckedContinuation { continuation in
+            perform(request) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+}

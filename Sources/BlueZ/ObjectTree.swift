@@ -1,0 +1,121 @@
+import DBus
+
+/// BlueZ's objects as GetManagedObjects describes them: path → interface →
+/// property → value. A plain value, changed only by the three ObjectManager /
+/// Properties events, so it can be checked against a fresh GetManagedObjects.
+public struct ObjectTree: Hashable, Sendable {
+    public typealias Properties = [String: DBusValue]
+    public private(set) var objects: [ObjectPath: [String: Properties]] = [:]
+
+    public init() {}
+
+    /// Parses a GetManagedObjects reply (`a{oa{sa{sv}}}`).
+    public init(managedObjects value: DBusValue) throws(BlueZError) {
+        guard let entries = value.dictionaryEntries else {
+            throw BlueZError(.unexpectedReply, message: "GetManagedObjects returned \(value.signature)")
+        }
+        objects.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let path = entry.key.objectPath, let interfaces = ObjectTree.interfaces(entry.value) else {
+                throw BlueZError(.unexpectedReply, message: "GetManagedObjects entry of type \(entry.value.signature)")
+            }
+            objects[path] = interfaces
+        }
+    }
+
+    /// `a{sa{sv}}` as nested dictionaries; nil for any other shape.
+    static func interfaces(_ value: DBusValue) -> [String: Properties]? {
+        guard let entries = value.dictionaryEntries else { return nil }
+        var result: [String: Properties] = [:]
+        for entry in entries {
+            guard let name = entry.key.string, let properties = entry.value.propertyMap else { return nil }
+            result[name] = properties
+        }
+        return result
+    }
+
+    // MARK: Changes
+
+    /// InterfacesAdded: merges the interfaces into the object (creating it).
+    public mutating func add(_ path: ObjectPath, interfaces: [String: Properties]) {
+        objects[path, default: [:]].merge(interfaces) { old, new in old.merging(new) { $1 } }
+    }
+
+    /// InterfacesRemoved: drops the interfaces, and the object once it has none.
+    /// Returns the interfaces that were there.
+    @discardableResult
+    public mutating func remove(_ path: ObjectPath, interfaces: [String]) -> [String] {
+        guard objects[path] != nil else { return [] }
+        var removed: [String] = []
+        for name in interfaces where objects[path]?.removeValue(forKey: name) != nil {
+            removed.append(name)
+        }
+        if objects[path]?.isEmpty == true { objects[path] = nil }
+        return removed
+    }
+
+    /// PropertiesChanged. Returns false when the object or interface is not in
+    /// the tree (BlueZ would not send that; the change is ignored).
+    @discardableResult
+    public mutating func change(
+        _ path: ObjectPath, interface: String, changed: Properties, invalidated: [String] = []
+    ) -> Bool {
+        guard objects[path]?[interface] != nil else { return false }
+        for (name, value) in changed { objects[path]?[interface]?[name] = value }
+        for name in invalidated { objects[path]?[interface]?[name] = nil }
+        return true
+    }
+
+    // MARK: Typed views
+
+    public func properties(_ path: ObjectPath, _ interface: String) -> Properties? {
+        objects[path]?[interface]
+    }
+
+    public var adapters: [Adapter] {
+        objects.compactMap { path, interfaces in interfaces[BlueZNames.adapter].flatMap { Adapter(path: path, $0) } }
+            .sorted { $0.path < $1.path }
+    }
+
+    public func adapter(_ path: ObjectPath) -> Adapter? {
+        properties(path, BlueZNames.adapter).flatMap { Adapter(path: path, $0) }
+    }
+
+    public func device(_ path: ObjectPath) -> Device? {
+        properties(path, BlueZNames.device).flatMap { Device(path: path, $0) }
+    }
+
+    /// Every device BlueZ knows on `adapter` (cached ones included).
+    public func devices(on adapter: ObjectPath) -> [Device] {
+        objects.compactMap { path, interfaces in
+            guard path.isDescendant(of: adapter), let properties = interfaces[BlueZNames.device] else { return nil }
+            return Device(path: path, properties)
+        }.sorted { $0.path < $1.path }
+    }
+
+    public func service(_ path: ObjectPath) -> GattService? {
+        properties(path, BlueZNames.gattService).flatMap { GattService(path: path, $0) }
+    }
+
+    public func characteristic(_ path: ObjectPath) -> GattCharacteristic? {
+        properties(path, BlueZNames.gattCharacteristic).flatMap { GattCharacteristic(path: path, $0) }
+    }
+
+    /// The GATT services resolved on a device.
+    public func services(of device: ObjectPath) -> [GattService] {
+        objects.compactMap { path, interfaces in
+            guard path.isDescendant(of: device), let properties = interfaces[BlueZNames.gattService] else { return nil }
+            return GattService(path: path, properties)
+        }.sorted { $0.path < $1.path }
+    }
+
+    /// The characteristics of a service (or of all services of a device).
+    public func characteristics(under parent: ObjectPath) -> [GattCharacteristic] {
+        objects.compactMap { path, interfaces in
+            guard path.isDescendant(of: parent), let properties = interfaces[BlueZNames.gattCharacteristic] else {
+                return nil
+            }
+            return GattCharacteristic(path: path, properties)
+        }.sorted { $0.path < $1.path }
+    }
+}

@@ -1,0 +1,205 @@
+import BlueZ
+import BlueZTestSupport
+import DBus
+import Testing
+
+let hci0: ObjectPath = "/org/bluez/hci0"
+let birdAddress = "F0:0D:B1:7D:00:01"
+let birdPath: ObjectPath = "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01"
+
+extension ClientUnderTest {
+    /// Connects the bird and waits until its services are resolved.
+    func connectBird() async throws {
+        try await perform(.connect(device: birdPath))
+        try await next { if case .deviceChanged(let d, _) = $0 { d.path == birdPath && d.servicesResolved } else { false } }
+    }
+
+    func characteristic(_ uuid: String) async -> GattCharacteristic? {
+        await client.snapshot().characteristics(under: birdPath).first { $0.uuid == uuid }
+    }
+}
+
+@Suite("BlueZ client against the fake BlueZ")
+struct BlueZClientTests {
+    @Test func loadsTheTreeOnce() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        let tree = await test.client.snapshot()
+        #expect(tree.adapters.map(\.interfaceName) == ["hci0", "hci1"])
+        #expect(tree.adapters.allSatisfy { $0.powered })
+        let loads = try await fake.calls().filter { $0.hasPrefix("GetManagedObjects") }
+        #expect(loads.count == 1)
+    }
+
+    @Test func discoveryReportsTheBirdButNotCachedOnes() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(address: "F0:0D:B1:7D:00:09", name: "Cached", cached: true, visible: false)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await fake.addBird(rssi: -42)
+        try await test.perform(.setDiscoveryFilter(adapter: hci0, uuids: [FakeBlueZ.birdService]))
+        try await test.perform(.startDiscovery(adapter: hci0))
+        let event = try await test.next { if case .deviceAdded = $0 { true } else { false } }
+        guard case .deviceAdded(let device) = event else { return }
+        #expect(device.address == birdAddress)
+        #expect(device.name == "Robin")
+        #expect(device.rssi == -42)
+        #expect(device.offers(service: FakeBlueZ.birdService.uppercased()))
+        #expect(await test.client.snapshot().adapter(hci0)?.discovering == true)
+        try await test.perform(.stopDiscovery(adapter: hci0))
+        try await test.next { if case .adapterChanged(let a, let changed) = $0 { changed == ["Discovering"] && !a.discovering } else { false } }
+    }
+
+    @Test func connectResolvesServicesThenReadsAndWrites() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await test.connectBird()
+        let tree = await test.client.snapshot()
+        let uuids = Set(tree.characteristics(under: birdPath).map(\.uuid))
+        #expect(uuids.isSuperset(of: [FakeBlueZ.colorUUID, FakeBlueZ.nameUUID, FakeBlueZ.alphaUUID]))
+        #expect(tree.device(birdPath)?.connected == true)
+
+        let name = try #require(await test.characteristic(FakeBlueZ.nameUUID))
+        #expect(try await test.perform(.readValue(characteristic: name.path)) == Array("Robin".utf8))
+        #expect(try await test.perform(.readValue(characteristic: name.path, offset: 2)) == Array("bin".utf8))
+
+        try await test.perform(.writeValue(characteristic: name.path, Array("Wren".utf8)))
+        try await test.perform(.writeValue(characteristic: name.path, Array("Tit".utf8), type: .command))
+        #expect(try await test.perform(.readValue(characteristic: name.path)) == Array("Tit".utf8))
+
+        try await test.perform(.disconnect(device: birdPath))
+        try await test.next { if case .deviceChanged(let d, _) = $0 { !d.connected } else { false } }
+        #expect(await test.client.snapshot().characteristics(under: birdPath).isEmpty)
+    }
+
+    @Test func tenThousandNotificationsArriveInOrder() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await test.connectBird()
+        let alpha = try #require(await test.characteristic(FakeBlueZ.alphaUUID))
+        try await test.perform(.startNotify(characteristic: alpha.path))
+        try await fake.call("Burst", .string(birdAddress), .string(FakeBlueZ.alphaUUID), .uint32(10_000), .uint32(0))
+        var expected = 0
+        while expected < 10_000 {
+            let event = try await test.next(within: .seconds(30)) { if case .valueChanged = $0 { true } else { false } }
+            guard case .valueChanged(let path, let value) = event else { continue }
+            #expect(path == alpha.path)
+            if value != Array(String(expected).utf8) {
+                Issue.record("notification \(expected) was \(String(decoding: value, as: UTF8.self))")
+                return
+            }
+            expected += 1
+        }
+        #expect(await test.characteristic(FakeBlueZ.alphaUUID)?.value == Array("9999".utf8))
+    }
+
+    @Test func treeMatchesGetManagedObjectsAfterChanges() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await fake.addBird(cached: true)
+        try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer", cached: true)
+        try await test.perform(.startDiscovery(adapter: hci0))
+        try await test.connectBird()
+        let color = try #require(await test.characteristic(FakeBlueZ.colorUUID))
+        try await test.perform(.startNotify(characteristic: color.path))
+        try await fake.call("PushValue", .string(birdAddress), .string(FakeBlueZ.colorUUID), .bytes(Array("#00FF00".utf8)))
+        try await fake.call("DropLink", .string(birdAddress))
+        try await test.perform(.removeDevice(adapter: hci0, device: "/org/bluez/hci0/dev_11_22_33_44_55_66"))
+        try await fake.call("RemoveAdapter", .string("hci1"))
+        try await fake.call("AddAdapter", .string("hci2"), .string("00:AA:01:00:00:02"))
+        try await test.perform(.setPowered(adapter: hci0, false))
+        try await test.next { if case .adapterChanged(let a, _) = $0 { a.path == hci0 && !a.powered } else { false } }
+
+        let expected = try ObjectTree(managedObjects: try await fake.managedObjects())
+        let actual = await test.client.snapshot()
+        #expect(actual == expected)
+        #expect(actual.adapters.map(\.interfaceName) == ["hci0", "hci2"])
+        #expect(actual.device(birdPath)?.connected == false)
+    }
+
+    @Test func aTreeWithFiveThousandCachedDevicesWorks() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.call("AddCachedDevices", .uint32(5_000))
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        #expect(await test.client.snapshot().devices(on: hci0).count == 5_000)
+        try await fake.addBird()
+        try await test.perform(.startDiscovery(adapter: hci0))
+        let event = try await test.next { if case .deviceAdded = $0 { true } else { false } }
+        #expect(event == .deviceAdded(try #require(await test.client.snapshot().device(birdPath))))
+        try await test.connectBird()
+        let name = try #require(await test.characteristic(FakeBlueZ.nameUUID))
+        #expect(try await test.perform(.readValue(characteristic: name.path)) == Array("Robin".utf8))
+    }
+
+    @Test func bluetoothdVanishingAndReturningRebuildsTheTree() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        #expect(await test.client.snapshot().device(birdPath) != nil)
+
+        try await fake.stop()
+        let gone = try await test.next { if case .unavailable = $0 { true } else { false } }
+        #expect(gone == .unavailable(BlueZError(.bluetoothdNotRunning, message: "bluetoothd left the bus")))
+        #expect(await test.client.snapshot() == ObjectTree())
+        do {
+            try await test.perform(.startDiscovery(adapter: hci0))
+            Issue.record("a call without bluetoothd should fail")
+        } catch {
+            #expect(error.kind == .bluetoothdNotRunning)
+        }
+
+        try fake.start()
+        try await test.ready()
+        let tree = await test.client.snapshot()
+        #expect(tree.adapters.map(\.interfaceName) == ["hci0"])
+        #expect(tree.device(birdPath) == nil)  // a new daemon, a new tree
+        try await test.perform(.startDiscovery(adapter: hci0))
+    }
+
+    @Test func startingWithoutBluetoothdWaitsForIt() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.stop()
+        let test = try ClientUnderTest(fake)
+        let first = try await test.next()
+        guard case .unavailable(let error) = first else {
+            Issue.record("expected unavailable, got \(first)")
+            return
+        }
+        #expect(error.kind == .bluetoothdNotRunning)
+        try fake.start()
+        try await test.ready()
+        #expect(await test.client.snapshot().adapters.count == 1)
+    }
+
+    @Test func signalsOfUnexpectedShapeAreIgnored() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        // PropertiesChanged with the wrong body, InterfacesAdded with a string
+        // where the dictionary belongs: neither may crash or change the tree.
+        try await fake.call(
+            "EmitRaw", .objectPath(birdPath), .string("org.freedesktop.DBus.Properties"),
+            .string("PropertiesChanged"), .string("si"), .array(element: "v", [.variant(.string("x")), .variant(.int32(1))]))
+        try await fake.call(
+            "EmitRaw", .objectPath("/"), .string("org.freedesktop.DBus.ObjectManager"),
+            .string("InterfacesAdded"), .string("os"),
+            .array(element: "v", [.variant(.objectPath("/org/bluez/x")), .variant(.string("y"))]))
+        try await fake.call("SetRSSI", .string(birdAddress), .int16(-70))
+        try await test.perform(.startDiscovery(adapter: hci0))
+        let event = try await test.next { if case .deviceChanged = $0 { true } else { false } }
+        guard case .deviceChanged(let device, let changed) = event else { return }
+        #expect(changed == ["RSSI"])
+        #expect(device.rssi == -70)
+        let expected = try ObjectTree(managedObjects: try await fake.managedObjects())
+        #expect(await test.client.snapshot() == expected)
+    }
+}
