@@ -1,0 +1,136 @@
+import BlueZ
+import BlueZTestSupport
+import DBus
+import Testing
+
+@Suite("BlueZ errors surface as their kinds")
+struct BlueZErrorTests {
+    static let injected: [(name: String, message: String, kind: BlueZError.Kind)] = [
+        ("org.bluez.Error.InProgress", "In Progress", .inProgress),
+        ("org.bluez.Error.Failed", "le-connection-abort-by-local", .failed),
+        ("org.bluez.Error.Failed", "Software caused connection abort", .failed),
+        ("org.bluez.Error.NotReady", "Resource Not Ready", .notReady),
+        ("org.bluez.Error.NotPermitted", "Read not permitted", .notPermitted),
+        ("org.bluez.Error.NotAuthorized", "Operation Not Authorized", .notAuthorized),
+        ("org.bluez.Error.NotSupported", "Operation is not supported", .notSupported),
+        ("org.bluez.Error.InvalidValueLength", "Invalid Length", .invalidValueLength),
+        ("org.bluez.Error.DoesNotExist", "Does Not Exist", .doesNotExist),
+        ("org.bluez.Error.AlreadyConnected", "Already Connected", .alreadyConnected),
+        ("org.bluez.Error.AuthenticationFailed", "Authentication Failed", .authenticationFailed),
+        ("org.freedesktop.DBus.Error.AccessDenied", "Rejected send message", .permissionDenied),
+        ("org.freedesktop.DBus.Error.NoReply", "Did not receive a reply", .timeout),
+        ("org.bluez.Error.SomethingNew", "from a future BlueZ", .other),
+    ]
+
+    @Test("an injected error on Connect", arguments: injected)
+    func injectedOnConnect(_ injected: (name: String, message: String, kind: BlueZError.Kind)) async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await fake.failNext("Connect", injected.name, injected.message)
+        do {
+            try await test.perform(.connect(device: birdPath))
+            Issue.record("Connect should have failed")
+        } catch {
+            #expect(error.kind == injected.kind)
+            #expect(error.name == injected.name)
+            #expect(error.message == injected.message)
+            #expect(error.isTransient == (injected.kind == .inProgress || injected.message == "le-connection-abort-by-local"))
+        }
+        // The failure was for one call only.
+        try await test.perform(.connect(device: birdPath))
+    }
+
+    @Test("each operation reports an injected error", arguments: [
+        "SetDiscoveryFilter", "StartDiscovery", "StopDiscovery", "Set", "Connect", "Disconnect",
+        "ReadValue", "WriteValue", "StartNotify", "StopNotify", "RemoveDevice",
+    ])
+    func everyOperationFails(_ method: String) async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await test.connectBird()
+        let name = try #require(await test.characteristic(FakeBlueZ.nameUUID)).path
+        try await fake.failNext(method, "org.bluez.Error.Failed", "injected into \(method)")
+        do {
+            switch method {
+            case "SetDiscoveryFilter": try await test.perform(.setDiscoveryFilter(adapter: hci0, uuids: []))
+            case "StartDiscovery": try await test.perform(.startDiscovery(adapter: hci0))
+            case "StopDiscovery": try await test.perform(.stopDiscovery(adapter: hci0))
+            case "Set": try await test.perform(.setPowered(adapter: hci0, true))
+            case "Connect": try await test.perform(.connect(device: birdPath))
+            case "Disconnect": try await test.perform(.disconnect(device: birdPath))
+            case "ReadValue": _ = try await test.perform(.readValue(characteristic: name))
+            case "WriteValue": try await test.perform(.writeValue(characteristic: name, [1]))
+            case "StartNotify": try await test.perform(.startNotify(characteristic: name))
+            case "StopNotify": try await test.perform(.stopNotify(characteristic: name))
+            case "RemoveDevice": try await test.perform(.removeDevice(adapter: hci0, device: birdPath))
+            default: Issue.record("no case for \(method)")
+            }
+            Issue.record("\(method) should have failed")
+        } catch {
+            #expect(error.kind == .failed)
+            #expect(error.message == "injected into \(method)")
+        }
+    }
+
+    @Test func aReplyThatNeverComesTimesOut() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await fake.delayNext("Connect", seconds: -1)
+        let started = ContinuousClock.now
+        do {
+            try await test.perform(.connect(device: birdPath, timeout: .milliseconds(300)))
+            Issue.record("Connect should have timed out")
+        } catch {
+            #expect(error.kind == .timeout)
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        // The client is still usable.
+        try await test.perform(.disconnect(device: birdPath))
+    }
+
+    @Test func aDelayedReplyStillArrives() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await fake.delayNext("Connect", seconds: 0.3)
+        try await test.connectBird()
+    }
+
+    @Test func aLateReplyAfterTheTimeoutIsDropped() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        try await fake.delayNext("Connect", seconds: 0.4)
+        await #expect(throws: BlueZError.self) {
+            try await test.perform(.connect(device: birdPath, timeout: .milliseconds(100)))
+        }
+        // The late reply to the first call must not complete this second call.
+        try await test.connectBird()
+    }
+
+    @Test func bluezRefusalsFromTheFakeItself() async throws {
+        let fake = try FakeBlueZ(powered: false)
+        try await fake.addBird(cached: true)
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        do {
+            try await test.perform(.startDiscovery(adapter: hci0))
+            Issue.record("discovery on a powered-off adapter should fail")
+        } catch { #expect(error.kind == .notReady) }
+        do {
+            try await test.perform(.connect(device: "/org/bluez/hci0/dev_00_00_00_00_00_00"))
+            Issue.record("a missing device should fail")
+        } catch { #expect(error.kind == .notFound) }
+        try await test.perform(.setPowered(adapter: hci0, true))
+        try await test.next { if case .adapterChanged(let a, _) = $0 { a.powered } else { false } }
+        try await test.perform(.connect(device: birdPath))
+    }
+}

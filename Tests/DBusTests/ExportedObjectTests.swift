@@ -1,0 +1,137 @@
+import BlueZTestSupport
+import DBus
+import Testing
+
+/// A server exporting an object manager with one object, and a client.
+final class ExportPair: @unchecked Sendable {
+    let bus: PrivateBus
+    let server: Connection
+    let client: Connection
+    let inbox = SignalInbox()
+
+    static let interface = "org.birdctl.Bird"
+
+    init() async throws {
+        bus = try PrivateBus()
+        server = try bus.connect()
+        client = try bus.connect()
+        server.addObjectManager(at: "/app")
+        server.export("/app/bird0", [Self.birdInterface(name: "Robin")])
+        _ = try await getAll("/app/bird0")  // the export (and its signal) is done
+        client.subscribe(MatchRule(sender: server.uniqueName), handler: inbox.handler)
+        _ = try await getAll("/app/bird0")  // the AddMatch is in place
+    }
+
+    static func birdInterface(name: String) -> ExportedInterface {
+        ExportedInterface(
+            interface, properties: ["Name": .string(name), "Alpha": .byte(80), "Color": .string("#FF8800")],
+            methods: ["Ping": { _ in [.string("pong")] }],
+            writable: ["Alpha", "Color"],
+            setter: { property, value throws(DBusError) in
+                if property == "Alpha", value.signature != "y" {
+                    throw DBusError(.invalidArgs, "alpha is a byte")
+                }
+                if property == "Alpha", (value.integer ?? 0) > 100 {
+                    throw DBusError("org.birdctl.Error.InvalidValue", "alpha must be 0...100")
+                }
+            })
+    }
+
+    func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [])
+        async throws(DBusError) -> [DBusValue]
+    {
+        try await client.call(
+            destination: server.uniqueName, path: path, interface: interface, member: member, arguments: arguments)
+    }
+
+    func getAll(_ path: ObjectPath) async throws(DBusError) -> [String: DBusValue]? {
+        try await call(path, "org.freedesktop.DBus.Properties", "GetAll", [.string(Self.interface)]).first?.propertyMap
+    }
+
+    deinit {
+        client.close()
+        server.close()
+        bus.stop()
+    }
+}
+
+@Suite("Exported objects: Properties and ObjectManager")
+struct ExportedObjectTests {
+    @Test func getAndGetAll() async throws {
+        let pair = try await ExportPair()
+        #expect(try await pair.getAll("/app/bird0") == ["Name": .string("Robin"), "Alpha": .byte(80), "Color": .string("#FF8800")])
+        let name = try await pair.call("/app/bird0", "org.freedesktop.DBus.Properties", "Get", [.string(ExportPair.interface), .string("Name")])
+        #expect(name == [.variant(.string("Robin"))])
+        #expect(try await pair.call("/app/bird0", ExportPair.interface, "Ping") == [.string("pong")])
+    }
+
+    @Test func setEmitsPropertiesChangedAndRefusalsChangeNothing() async throws {
+        let pair = try await ExportPair()
+        let properties = "org.freedesktop.DBus.Properties"
+        _ = try await pair.call("/app/bird0", properties, "Set", [.string(ExportPair.interface), .string("Alpha"), .variant(.byte(42))])
+        let changed = try #require(await pair.inbox.next())
+        #expect(changed.member == "PropertiesChanged")
+        #expect(changed.path == "/app/bird0")
+        #expect(try changed.arguments() == [.string(ExportPair.interface), .propertyMap(["Alpha": .byte(42)]), .strings([])])
+
+        for (property, value, kind) in [
+            ("Alpha", DBusValue.byte(101), DBusError.Kind.other), ("Alpha", .string("x"), .invalidArgs),
+            ("Name", .string("Wren"), .other), ("Nope", .string("x"), .unknownMethod),
+        ] {
+            do {
+                _ = try await pair.call("/app/bird0", properties, "Set", [.string(ExportPair.interface), .string(property), .variant(value)])
+                Issue.record("Set \(property) = \(value) should be refused")
+            } catch {
+                #expect(error.kind == kind, "\(property) = \(value): \(error)")
+            }
+        }
+        #expect(try await pair.getAll("/app/bird0")?["Alpha"] == .byte(42))
+        #expect(try await pair.getAll("/app/bird0")?["Name"] == .string("Robin"))
+    }
+
+    @Test func serverSideChangesAreSignalled() async throws {
+        let pair = try await ExportPair()
+        pair.server.setProperty("/app/bird0", interface: ExportPair.interface, name: "Color", value: .string("#00FF00"))
+        pair.server.setProperty("/app/bird0", interface: ExportPair.interface, name: "Color", value: .string("#00FF00"))
+        pair.server.setProperty("/app/bird0", interface: ExportPair.interface, name: "Alpha", value: .byte(1))
+        let first = try #require(await pair.inbox.next())
+        #expect(try first.arguments()[1] == .propertyMap(["Color": .string("#00FF00")]))
+        // An unchanged value is not signalled again.
+        let second = try #require(await pair.inbox.next())
+        #expect(try second.arguments()[1] == .propertyMap(["Alpha": .byte(1)]))
+    }
+
+    @Test func objectManagerListsAndAnnouncesObjects() async throws {
+        let pair = try await ExportPair()
+        let managed = try await pair.call("/app", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        #expect(managed == [.dictionary(key: "o", value: "a{sa{sv}}", [
+            DictEntry(.objectPath("/app/bird0"), .dictionary(key: "s", value: "a{sv}", [
+                DictEntry(.string(ExportPair.interface), .propertyMap(["Name": .string("Robin"), "Alpha": .byte(80), "Color": .string("#FF8800")]))
+            ]))
+        ])])
+
+        pair.server.export("/app/bird1", [ExportPair.birdInterface(name: "Wren")])
+        let added = try #require(await pair.inbox.next())
+        #expect(added.member == "InterfacesAdded")
+        #expect(added.path == "/app")
+        #expect(try added.arguments().first == .objectPath("/app/bird1"))
+
+        pair.server.unexport("/app/bird0")
+        let removed = try #require(await pair.inbox.next())
+        #expect(removed.member == "InterfacesRemoved")
+        #expect(try removed.arguments() == [.objectPath("/app/bird0"), .strings([ExportPair.interface])])
+
+        let after = try await pair.call("/app", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        #expect(after.first?.dictionaryEntries?.map(\.key) == [.objectPath("/app/bird1")])
+        await #expect(throws: DBusError.self) { try await pair.getAll("/app/bird0") }
+    }
+
+    @Test func introspectionNamesInterfacesAndChildren() async throws {
+        let pair = try await ExportPair()
+        let xml = try await pair.call("/app", "org.freedesktop.DBus.Introspectable", "Introspect").first?.string ?? ""
+        #expect(xml.contains("<node name=\"bird0\"/>"))
+        let bird = try await pair.call("/app/bird0", "org.freedesktop.DBus.Introspectable", "Introspect").first?.string ?? ""
+        #expect(bird.contains("<interface name=\"org.birdctl.Bird\">"))
+        #expect(bird.contains("<property name=\"Alpha\" type=\"y\" access=\"readwrite\"/>"))
+    }
+}
