@@ -90,23 +90,32 @@ public final class Connection: @unchecked Sendable {
         self.uniqueName = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""
         dbus_connection_set_exit_on_disconnect(raw, 0)
         installLibdbusHooks()
-        loop.beforePoll = { [unowned self] in self.dispatchQueued() }
+        loop.beforePoll = { [weak self] in self?.dispatchQueued() }
         loop.start()
     }
 
     /// Closes the connection and ends the loop. Pending calls fail with `.disconnected`.
+    /// Handlers are dropped, which also breaks the reference cycles between
+    /// the connection and the objects whose handlers it holds.
     public func close() {
         let work: @Sendable () -> Void = { [self] in
             guard isConnected else { return }
             dbus_connection_flush(raw)
             dbus_connection_close(raw)
             failEverythingPending()
+            subscriptions.removeAll()
+            disconnectHandlers.removeAll()
+            exports.objects.removeAll()
+            tracer = nil
         }
         if loop.isInLoop { work() } else { runBlocking(work) }
         loop.stop()
     }
 
     deinit {
+        // Only reachable once nothing on the loop refers to us any more.
+        if isConnected { dbus_connection_close(raw) }
+        loop.stop()
         dbus_connection_unref(raw)
     }
 

@@ -175,6 +175,10 @@ public final class EventLoop: @unchecked Sendable {
         }
         hasEnded.store(true, ordering: .releasing)
         runInbox()
+        // Drop the handlers: they may hold the objects that own this loop.
+        timers.removeAll()
+        watches.removeAll()
+        beforePoll = nil
     }
 
     private func runInbox() {
