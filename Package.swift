@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
+        .library(name: "Bird", targets: ["Bird"]),
     ],
     targets: [
         // libdbus, plus a shim for what Swift cannot call directly.
@@ -18,10 +19,13 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // A typed org.bluez client.
         .target(name: "BlueZ", dependencies: ["DBus"]),
+        // The Bird domain: UUIDs, codecs, RSSI smoothing, the central state machine and its driver.
+        .target(name: "Bird", dependencies: ["BlueZ", "DBus"]),
         // Starts a private dbus-daemon and the fake BlueZ of fixtures/ for tests.
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
+        .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

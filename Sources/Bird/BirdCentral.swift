@@ -1,0 +1,383 @@
+import BlueZ
+import DBus
+
+/// The central's state machine, after CoreBluetooth's flow: wait for
+/// Bluetooth → scan → connect → resolve services → read → subscribe → stream
+/// → (disconnected) → scan again. It does no I/O: each event is one mutating
+/// method that returns the actions for the driver to perform, timers included.
+public struct BirdCentral: Sendable {
+    public let configuration: Configuration
+
+    private enum State: Hashable, Sendable {
+        case waitingForBluetooth
+        case scanning
+        case connecting(Peripheral, attempt: Int)
+        case retryWait(Peripheral, attempt: Int)
+        /// Connected; waiting for ServicesResolved.
+        case resolving(Peripheral)
+        case reading(Link, pending: Set<BirdField>)
+        case subscribing(Link, pending: Set<BirdField>)
+        case streaming(Link)
+        case finished
+    }
+
+    /// A connected peripheral and its Bird characteristics.
+    private struct Link: Hashable, Sendable {
+        var peripheral: Peripheral
+        var characteristics: [BirdField: ObjectPath]
+
+        func field(of path: ObjectPath) -> BirdField? {
+            characteristics.first { $0.value == path }?.key
+        }
+    }
+
+    private var state = State.waitingForBluetooth
+    /// Bluetooth was usable once: later outages are waited out, not failures.
+    private var wasReady = false
+    private var hasConnected = false
+    private var anyBadValue = false
+    private var readings = 0
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    public var isFinished: Bool { state == .finished }
+
+    /// The connected (or connecting) peripheral's device path.
+    public var currentDevice: ObjectPath? {
+        switch state {
+        case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): p.path
+        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): link.peripheral.path
+        case .waitingForBluetooth, .scanning, .finished: nil
+        }
+    }
+
+    // MARK: Bluetooth availability
+
+    /// The BlueZ tree is loaded; `adapter` is the chosen one, nil if none.
+    public mutating func bluetoothReady(adapter: AdapterChoice?) -> [Action] {
+        guard state == .waitingForBluetooth else { return [] }
+        guard let adapter else {
+            if wasReady { return [.report(.waiting("no Bluetooth adapter; waiting for one"))] }
+            return finish(.failed(.noAdapter(nil)))
+        }
+        guard adapter.powered else {
+            if wasReady || configuration.isWatch && hasConnected {
+                return [.report(.waiting("\(adapter.name) is powered off; waiting"))]
+            }
+            return finish(.failed(.adapterOff(adapter.name)))
+        }
+        let firstTime = !wasReady
+        wasReady = true
+        var actions = beginScanning()
+        if firstTime, let duration = configuration.duration, configuration.isWatch {
+            actions.insert(.armTimer(.duration, duration), at: 0)
+        }
+        return actions
+    }
+
+    /// bluetoothd is gone (or never was there).
+    public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
+        guard state != .finished else { return [] }
+        if !wasReady {
+            return error.kind == .permissionDenied
+                ? finish(.failed(.permissionDenied(error))) : finish(.failed(.bluetoothUnavailable(error)))
+        }
+        return lostBluetooth(
+            failure: .bluetoothUnavailable(error), waiting: "bluetoothd is not running; waiting for it to return")
+    }
+
+    /// The chosen adapter's power changed.
+    public mutating func adapterPowered(_ powered: Bool, adapter: AdapterChoice) -> [Action] {
+        if powered {
+            return state == .waitingForBluetooth ? bluetoothReady(adapter: adapter) : []
+        }
+        guard state != .finished, state != .waitingForBluetooth else { return [] }
+        return lostBluetooth(
+            failure: .adapterOff(adapter.name), waiting: "\(adapter.name) was powered off; waiting")
+    }
+
+    /// The chosen adapter was removed.
+    public mutating func adapterRemoved(name: String) -> [Action] {
+        guard state != .finished, state != .waitingForBluetooth else { return [] }
+        return lostBluetooth(failure: .noAdapter(name), waiting: "\(name) was removed; waiting")
+    }
+
+    /// bluetoothd or the adapter went away: the link (if any) is gone with it.
+    private mutating func lostBluetooth(failure: Failure, waiting: String) -> [Action] {
+        var actions = stopTimers()
+        if let peripheral = currentPeripheralIfConnected { actions.append(.report(.disconnected(peripheral))) }
+        guard configuration.reconnects else {
+            state = .finished
+            return actions + [.finish(.failed(failure))]
+        }
+        state = .waitingForBluetooth
+        return actions + [.report(.waiting(waiting))]
+    }
+
+    // MARK: Discovery
+
+    /// A device was heard after discovery started.
+    public mutating func deviceSighted(_ sighting: Sighting) -> [Action] {
+        guard state == .scanning,
+            sighting.matches(address: configuration.address, minimumRSSI: configuration.minimumRSSI)
+        else { return [] }
+        let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+        state = .connecting(peripheral, attempt: 1)
+        return [
+            .cancelTimer(.scan), .stopScanning, .report(.found(peripheral, rssi: sighting.rssi)),
+            .armTimer(.connect, configuration.connectTimeout), .connect(peripheral.path),
+        ]
+    }
+
+    /// SetDiscoveryFilter or StartDiscovery failed.
+    public mutating func scanFailed(_ error: BlueZError) -> [Action] {
+        guard state == .scanning else { return [] }
+        switch error.kind {
+        case .notReady:
+            // The adapter is (being) powered off; its power event decides.
+            return []
+        case .permissionDenied:
+            return stopTimers() + finish(.failed(.permissionDenied(error)))
+        default:
+            return stopTimers() + finish(.failed(.operationFailed("start discovery", error)))
+        }
+    }
+
+    // MARK: Connection
+
+    public mutating func connectReplied(_ result: Result<Void, BlueZError>) -> [Action] {
+        guard case .connecting(let peripheral, let attempt) = state else { return [] }
+        switch result {
+        case .success:
+            state = .resolving(peripheral)
+            hasConnected = true
+            return [.report(.connected(peripheral))]
+        case .failure(let error) where error.isTransient && attempt < configuration.connectAttempts:
+            state = .retryWait(peripheral, attempt: attempt + 1)
+            let delay = configuration.retryBackoff * (1 << (attempt - 1))
+            return [.report(.retrying(peripheral, attempt: attempt + 1, error)), .armTimer(.retry, delay)]
+        case .failure(let error):
+            if error.kind == .permissionDenied { return stopTimers() + finish(.failed(.permissionDenied(error))) }
+            return connectionEnded(peripheral, failure: .connectFailed(error), wasConnected: false)
+        }
+    }
+
+    /// The device's services are resolved; `characteristics` are the Bird
+    /// characteristics found under it.
+    public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
+        let peripheral: Peripheral
+        switch state {
+        case .resolving(let p) where p.path == device: peripheral = p
+        case .connecting(let p, _) where p.path == device:
+            // ServicesResolved can precede Connect's reply (cached GATT).
+            peripheral = p
+            hasConnected = true
+        default: return []
+        }
+        var actions: [Action] = [.cancelTimer(.connect)]
+        if case .connecting = state { actions.append(.report(.connected(peripheral))) }
+        let missing = configuration.fields.filter { characteristics[$0] == nil }
+        guard missing.isEmpty else {
+            state = .finished
+            return actions + [.disconnect(device), .finish(.failed(.serviceMissing(missing)))]
+        }
+        let link = Link(peripheral: peripheral, characteristics: characteristics)
+        state = .reading(link, pending: Set(configuration.fields))
+        return actions + configuration.fields.map { .read($0, characteristics[$0]!) }
+    }
+
+    /// Connected went false for a device.
+    public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
+        guard currentDevice == device else { return [] }
+        // While Connect is pending, BlueZ reports the outcome in its reply.
+        if case .connecting = state { return [] }
+        if case .retryWait = state { return [] }
+        return linkLost()
+    }
+
+    /// The device object left BlueZ's tree.
+    public mutating func deviceRemoved(_ device: ObjectPath) -> [Action] {
+        guard currentDevice == device else { return [] }
+        return linkLost()
+    }
+
+    private mutating func linkLost() -> [Action] {
+        guard let peripheral = currentPeripheral else { return [] }
+        let wasConnected = currentPeripheralIfConnected != nil
+        return connectionEnded(peripheral, failure: .connectionLost, wasConnected: wasConnected)
+    }
+
+    /// A link ended (or never came up): stream on after a rescan, or fail.
+    private mutating func connectionEnded(_ peripheral: Peripheral, failure: Failure, wasConnected: Bool) -> [Action] {
+        var actions = stopTimers()
+        if wasConnected { actions.append(.report(.disconnected(peripheral))) }
+        if configuration.reconnects && hasConnected {
+            return actions + beginScanning()
+        }
+        state = .finished
+        return actions + [.finish(.failed(failure))]
+    }
+
+    // MARK: Reading and streaming
+
+    public mutating func readCompleted(_ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
+        guard case .reading(let link, var pending) = state, pending.remove(field) != nil else { return [] }
+        var actions: [Action]
+        switch result {
+        case .success(let raw):
+            actions = report(field, raw, from: link, notified: false)
+        case .failure(let error):
+            if !configuration.isWatch {
+                state = .finished
+                return [.disconnect(link.peripheral.path), .finish(.failed(.operationFailed("read \(field)", error)))]
+            }
+            actions = [.report(.operationFailed(link.peripheral, "read \(field)", error))]
+        }
+        if state == .finished { return actions }
+        guard pending.isEmpty else {
+            state = .reading(link, pending: pending)
+            return actions
+        }
+        guard configuration.isWatch else {
+            state = .finished
+            return actions + [.disconnect(link.peripheral.path), .finish(anyBadValue ? .badValue : .success)]
+        }
+        state = .subscribing(link, pending: Set(configuration.fields))
+        return actions + configuration.fields.map { .startNotify($0, link.characteristics[$0]!) }
+    }
+
+    public mutating func notifyStarted(_ field: BirdField, _ result: Result<Void, BlueZError>) -> [Action] {
+        guard case .subscribing(let link, var pending) = state, pending.remove(field) != nil else { return [] }
+        if case .failure(let error) = result {
+            state = .finished
+            return cleanUp(link) + [.finish(.failed(.operationFailed("subscribe to \(field)", error)))]
+        }
+        state = pending.isEmpty ? .streaming(link) : .subscribing(link, pending: pending)
+        return []
+    }
+
+    /// A characteristic's value changed (a notification).
+    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8]) -> [Action] {
+        let link: Link
+        switch state {
+        case .streaming(let l): link = l
+        case .subscribing(let l, _): link = l
+        default: return []
+        }
+        guard let field = link.field(of: characteristic) else { return [] }
+        return report(field, raw, from: link, notified: true)
+    }
+
+    private mutating func report(_ field: BirdField, _ raw: [UInt8], from link: Link, notified: Bool) -> [Action] {
+        var actions: [Action]
+        switch BirdCodec.decode(field, raw) {
+        case .success(let value):
+            actions = [.report(.reading(link.peripheral, value, raw: raw, notified: notified))]
+        case .failure(let error):
+            anyBadValue = true
+            actions = [.report(.badValue(link.peripheral, error))]
+        }
+        readings += 1
+        if configuration.isWatch, let maximum = configuration.maximumReadings, readings >= maximum {
+            state = .finished
+            actions += stopTimers(includingDuration: true) + cleanUp(link) + [.finish(.success)]
+        }
+        return actions
+    }
+
+    // MARK: Timers and stopping
+
+    public mutating func timerFired(_ timer: Timer) -> [Action] {
+        switch (timer, state) {
+        case (.scan, .scanning):
+            state = .finished
+            return [.stopScanning, .finish(.failed(.notFound))]
+        case (.retry, .retryWait(let peripheral, let attempt)):
+            state = .connecting(peripheral, attempt: attempt)
+            return [.connect(peripheral.path)]
+        case (.connect, .connecting(let peripheral, _)), (.connect, .retryWait(let peripheral, _)),
+            (.connect, .resolving(let peripheral)):
+            var actions = stopTimers() + [.disconnect(peripheral.path)]
+            let wasConnected = state == .resolving(peripheral)
+            if wasConnected { actions.append(.report(.disconnected(peripheral))) }
+            if configuration.reconnects && hasConnected { return actions + beginScanning() }
+            state = .finished
+            return actions + [.finish(.failed(.connectTimeout))]
+        case (.duration, _) where state != .finished:
+            return stop(outcome: .success)
+        default:
+            return []
+        }
+    }
+
+    /// SIGINT/SIGTERM: undo what we did (StopNotify, Disconnect, StopDiscovery).
+    /// A stream that was running ends well; unfinished work is "interrupted".
+    public mutating func stopRequested() -> [Action] {
+        let streaming = if case .streaming = state { true } else { false }
+        return stop(outcome: streaming ? .success : .interrupted)
+    }
+
+    private mutating func stop(outcome: Outcome) -> [Action] {
+        var actions = stopTimers(includingDuration: true)
+        switch state {
+        case .finished: return []
+        case .waitingForBluetooth: break
+        case .scanning: actions.append(.stopScanning)
+        case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): actions.append(.disconnect(p.path))
+        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): actions += cleanUp(link)
+        }
+        state = .finished
+        return actions + [.finish(outcome)]
+    }
+
+    // MARK: Helpers
+
+    private mutating func beginScanning() -> [Action] {
+        state = .scanning
+        var actions: [Action] = [.startScanning]
+        // The find deadline is for finding a bird at first, not for finding it again.
+        if let timeout = configuration.scanTimeout, !hasConnected { actions.append(.armTimer(.scan, timeout)) }
+        return actions
+    }
+
+    private func cleanUp(_ link: Link) -> [Action] {
+        var actions: [Action] = []
+        switch state {
+        case .streaming, .subscribing:
+            actions = configuration.fields.compactMap { link.characteristics[$0].map(Action.stopNotify) }
+        default:
+            break
+        }
+        return actions + [.disconnect(link.peripheral.path)]
+    }
+
+    private func stopTimers(includingDuration: Bool = false) -> [Action] {
+        var timers: [Action] = [.cancelTimer(.scan), .cancelTimer(.connect), .cancelTimer(.retry)]
+        if includingDuration { timers.append(.cancelTimer(.duration)) }
+        return timers
+    }
+
+    private mutating func finish(_ outcome: Outcome) -> [Action] {
+        state = .finished
+        return [.finish(outcome)]
+    }
+
+    private var currentPeripheral: Peripheral? {
+        switch state {
+        case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): p
+        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): link.peripheral
+        default: nil
+        }
+    }
+
+    /// The peripheral if the link is up (Connect has succeeded).
+    private var currentPeripheralIfConnected: Peripheral? {
+        switch state {
+        case .resolving(let p): p
+        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): link.peripheral
+        default: nil
+        }
+    }
+}

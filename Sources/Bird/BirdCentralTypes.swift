@@ -1,0 +1,118 @@
+import BlueZ
+import DBus
+
+extension BirdCentral {
+    public struct Configuration: Hashable, Sendable {
+        public enum Mode: Hashable, Sendable {
+            /// Connect, read the fields once, disconnect.
+            case read
+            /// Read, subscribe, stream; after a lost link go back to scanning if `reconnect`.
+            case watch(reconnect: Bool)
+        }
+
+        public var mode: Mode
+        /// The characteristics to read (and, watching, to subscribe to).
+        public var fields: [BirdField]
+        /// Only this peripheral (any Bird when nil).
+        public var address: String?
+        public var minimumRSSI: Int?
+        /// How long to look for a bird before giving up; nil: forever.
+        public var scanTimeout: Duration?
+        /// Deadline from the first Connect to ServicesResolved, retries included.
+        public var connectTimeout: Duration
+        /// Connect attempts for transient failures (InProgress, le-connection-abort-by-local).
+        public var connectAttempts: Int
+        /// The first retry's delay; each later one doubles it.
+        public var retryBackoff: Duration
+        /// Watching: stop after this many readings.
+        public var maximumReadings: Int?
+        /// Watching: stop after this long.
+        public var duration: Duration?
+
+        public init(
+            mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
+            scanTimeout: Duration? = .seconds(10), connectTimeout: Duration = .seconds(10), connectAttempts: Int = 4,
+            retryBackoff: Duration = .milliseconds(250), maximumReadings: Int? = nil, duration: Duration? = nil
+        ) {
+            self.mode = mode
+            self.fields = fields
+            self.address = address
+            self.minimumRSSI = minimumRSSI
+            self.scanTimeout = scanTimeout
+            self.connectTimeout = connectTimeout
+            self.connectAttempts = connectAttempts
+            self.retryBackoff = retryBackoff
+            self.maximumReadings = maximumReadings
+            self.duration = duration
+        }
+
+        var isWatch: Bool { if case .watch = mode { true } else { false } }
+        var reconnects: Bool { mode == .watch(reconnect: true) }
+    }
+
+    public enum Timer: Hashable, Sendable {
+        case scan, connect, retry, duration
+    }
+
+    /// What the driver must do, in order.
+    public enum Action: Hashable, Sendable {
+        case startScanning
+        case stopScanning
+        case connect(ObjectPath)
+        /// Disconnect, or cancel a connection still being made.
+        case disconnect(ObjectPath)
+        case read(BirdField, ObjectPath)
+        case startNotify(BirdField, ObjectPath)
+        case stopNotify(ObjectPath)
+        case armTimer(Timer, Duration)
+        case cancelTimer(Timer)
+        case report(Report)
+        /// The command is done; the driver lets the cleanup actions before this
+        /// one complete (briefly) and then exits with this outcome.
+        case finish(Outcome)
+    }
+
+    /// Something to tell the user.
+    public enum Report: Hashable, Sendable {
+        case found(Peripheral, rssi: Int16?)
+        case connected(Peripheral)
+        case disconnected(Peripheral)
+        case reading(Peripheral, BirdValue, raw: [UInt8], notified: Bool)
+        case badValue(Peripheral, BirdValueError)
+        case operationFailed(Peripheral, String, BlueZError)
+        /// Not a failure yet: e.g. bluetoothd restarting, adapter powered off.
+        case waiting(String)
+        case retrying(Peripheral, attempt: Int, BlueZError)
+        /// `watch --all`: one bird's session ended; it will be picked up again if heard.
+        case gaveUp(Failure)
+    }
+
+    public struct Peripheral: Hashable, Sendable {
+        public var path: ObjectPath
+        public var address: String
+        public var name: String?
+    }
+
+    public enum Outcome: Hashable, Sendable {
+        /// Every requested field decoded (read), or the stream ended as asked.
+        case success
+        /// Read: at least one field did not decode.
+        case badValue
+        /// Stopped by SIGINT/SIGTERM before the work was done.
+        case interrupted
+        case failed(Failure)
+    }
+
+    public enum Failure: Hashable, Sendable {
+        case bluetoothUnavailable(BlueZError)
+        case noAdapter(String?)
+        case adapterOff(String)
+        case permissionDenied(BlueZError)
+        case notFound
+        case connectTimeout
+        case connectFailed(BlueZError)
+        case connectionLost
+        case serviceMissing([BirdField])
+        case operationFailed(String, BlueZError)
+    }
+}

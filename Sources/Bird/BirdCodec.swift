@@ -1,0 +1,91 @@
+/// Strict decoding of the bytes on the air, and encoding for the peripheral side.
+public enum BirdCodec {
+    /// The largest value an ATT attribute can hold.
+    public static let maximumLength = 512
+
+    public static func decode(_ field: BirdField, _ raw: [UInt8]) -> Result<BirdValue, BirdValueError> {
+        func failure(_ reason: String) -> Result<BirdValue, BirdValueError> {
+            .failure(BirdValueError(field: field, raw: raw, reason: reason))
+        }
+        guard raw.count <= maximumLength else { return failure("longer than \(maximumLength) bytes") }
+        guard let text = String(validating: raw, as: UTF8.self) else { return failure("not valid UTF-8") }
+        switch field {
+        case .name: return decodeName(text).mapError { BirdValueError(field: field, raw: raw, reason: $0.text) }
+        case .color: return decodeColor(text).mapError { BirdValueError(field: field, raw: raw, reason: $0.text) }
+        case .alpha: return decodeAlpha(text).mapError { BirdValueError(field: field, raw: raw, reason: $0.text) }
+        }
+    }
+
+    /// Parses a value typed by a person (flags, stdin lines): the same rules as on the air.
+    public static func parse(_ field: BirdField, _ text: String) -> Result<BirdValue, BirdValueError> {
+        decode(field, Array(text.utf8))
+    }
+
+    /// The bytes a peripheral sends for a value.
+    public static func encode(_ value: BirdValue) -> [UInt8] {
+        switch value {
+        case .name(let name): Array(name.utf8)
+        case .color(let color): Array(color.hex.utf8)
+        case .alpha(let percent): Array(String(percent).utf8)
+        }
+    }
+
+    struct Reason: Error { let text: String }
+
+    private static func decodeName(_ text: String) -> Result<BirdValue, Reason> {
+        var scalars = Substring(text).unicodeScalars
+        while scalars.last == "\0" { scalars.removeLast() }
+        let name = String(scalars)
+        if name.isEmpty { return .failure(Reason(text: "empty name")) }
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return .failure(Reason(text: "name contains control characters"))
+        }
+        return .success(.name(name))
+    }
+
+    private static func decodeColor(_ text: String) -> Result<BirdValue, Reason> {
+        var digits = Substring(trimmingASCIIWhitespace(text))
+        if digits.hasPrefix("#") { digits = digits.dropFirst() }
+        let bytes = Array(digits.utf8)
+        guard bytes.count == 6 || bytes.count == 8 else {
+            return .failure(Reason(text: "expected #RRGGBB or #RRGGBBAA"))
+        }
+        var components: [UInt8] = []
+        for index in stride(from: 0, to: bytes.count, by: 2) {
+            guard let high = hexDigit(bytes[index]), let low = hexDigit(bytes[index + 1]) else {
+                return .failure(Reason(text: "not a hex colour"))
+            }
+            components.append(high << 4 | low)
+        }
+        return .success(.color(RGBColor(
+            red: components[0], green: components[1], blue: components[2],
+            alpha: components.count == 4 ? components[3] : nil)))
+    }
+
+    private static func decodeAlpha(_ text: String) -> Result<BirdValue, Reason> {
+        let digits = Array(trimmingASCIIWhitespace(text).utf8)
+        guard !digits.isEmpty else { return .failure(Reason(text: "empty")) }
+        guard digits.count <= 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            return .failure(Reason(text: "expected an integer 0…100"))
+        }
+        let value = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        guard value <= 100 else { return .failure(Reason(text: "\(value) is above 100")) }
+        return .success(.alpha(percent: UInt8(value)))
+    }
+
+    private static func hexDigit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x41...0x46: c - 0x41 + 10
+        case 0x61...0x66: c - 0x61 + 10
+        default: nil
+        }
+    }
+
+    private static func trimmingASCIIWhitespace(_ text: String) -> Substring {
+        let isSpace: (Character) -> Bool = { $0.isASCII && $0.isWhitespace }
+        let start = text.firstIndex { !isSpace($0) } ?? text.endIndex
+        let end = text.lastIndex { !isSpace($0) }.map(text.index(after:)) ?? start
+        return text[start..<max(start, end)]
+    }
+}

@@ -1,0 +1,48 @@
+import BlueZ
+import DBus
+
+// Translations from BlueZ's typed views to what the Bird state machines use.
+
+extension Sighting {
+    /// Advertising-related properties: a change in one means the device was just heard.
+    static let advertisingProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower", "UUIDs"]
+
+    /// The sighting a BlueZ event stands for: a device announced, or one whose
+    /// RSSI or advertising data changed. Cached devices that stay silent never are.
+    public init?(_ event: BlueZEvent) {
+        let device: Device
+        switch event {
+        case .deviceAdded(let d):
+            device = d
+        case .deviceChanged(let d, let changed) where !changed.isDisjoint(with: Sighting.advertisingProperties):
+            device = d
+        default:
+            return nil
+        }
+        self.init(
+            device: device.path, address: device.address, name: device.name ?? device.alias, rssi: device.rssi,
+            uuids: device.uuids)
+    }
+}
+
+extension AdapterChoice {
+    public init(_ adapter: Adapter) {
+        self.init(path: adapter.path, name: adapter.interfaceName, powered: adapter.powered)
+    }
+}
+
+extension ObjectTree {
+    public var adapterChoices: [AdapterChoice] { adapters.map(AdapterChoice.init) }
+
+    /// The Bird characteristics of a connected device, by field (selected by
+    /// UUID inside the Bird Service; BlueZ adds services of its own).
+    public func birdCharacteristics(of device: ObjectPath) -> [BirdField: ObjectPath] {
+        var found: [BirdField: ObjectPath] = [:]
+        for service in services(of: device) where service.uuid == BirdService.uuid {
+            for characteristic in characteristics(under: service.path) {
+                if let field = BirdField(uuid: characteristic.uuid) { found[field] = characteristic.path }
+            }
+        }
+        return found
+    }
+}

@@ -1,0 +1,359 @@
+import BlueZ
+import DBus
+
+/// Runs BirdCentral machines against BlueZ: feeds them BlueZ events, performs
+/// their actions, keeps their timers on the connection's loop. One machine for
+/// one peripheral; with `all`, one per Bird found (`watch --all`).
+///
+/// Loop-confined; `start` and `stop` may be called from anywhere.
+public final class CentralDriver: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// `hci1`; nil: the first powered adapter.
+        public var adapterName: String?
+        /// Power the adapter on if it is off.
+        public var powerOn: Bool
+        /// Follow every Bird in range (watch only).
+        public var all: Bool
+
+        public init(adapterName: String? = nil, powerOn: Bool = false, all: Bool = false) {
+            self.adapterName = adapterName
+            self.powerOn = powerOn
+            self.all = all
+        }
+    }
+
+    public typealias ReportHandler = @Sendable (BirdCentral.Report) -> Void
+    public typealias FinishHandler = @Sendable (BirdCentral.Outcome) -> Void
+
+    private let connection: Connection
+    private let configuration: BirdCentral.Configuration
+    private let options: Options
+    private let onReport: ReportHandler
+    private let onFinish: FinishHandler
+    private var client: BlueZClient!
+    private var discovery: Discovery!
+
+    // Loop-confined state.
+    private var machines: [Int: BirdCentral] = [:]
+    private var nextMachine = 0
+    private var timers: [TimerKey: EventLoop.TimerID] = [:]
+    private var adapter: AdapterChoice?
+    private var poweringOn = false
+    private var outcome: BirdCentral.Outcome?
+    private var cleanupInFlight = 0
+    private var fleetReadings = 0
+    private var fleetReady = false
+
+    private struct TimerKey: Hashable {
+        var machine: Int
+        var timer: BirdCentral.Timer
+    }
+    /// The fleet's own timers (machine -1): scan deadline and duration.
+    private static let fleet = -1
+
+    public init(
+        connection: Connection, configuration: BirdCentral.Configuration, options: Options = Options(),
+        onReport: @escaping ReportHandler, onFinish: @escaping FinishHandler
+    ) {
+        self.connection = connection
+        self.configuration = configuration
+        self.options = options
+        self.onReport = onReport
+        self.onFinish = onFinish
+    }
+
+    public func start() {
+        connection.loop.execute { [self] in
+            client = BlueZClient(connection: connection) { [self] event in handle(event) }
+            discovery = Discovery(client: client)
+            if !options.all { addMachine(configuration) }
+            client.start()
+        }
+    }
+
+    /// SIGINT/SIGTERM: undo what was done, then finish.
+    public func stop() {
+        connection.loop.execute { [self] in
+            guard outcome == nil else { return }
+            if options.all {
+                finishFleet(machines.values.contains { $0.currentDevice != nil } || fleetReady ? .success : .interrupted)
+            } else {
+                for id in Array(machines.keys) { apply(id) { $0.stopRequested() } }
+            }
+        }
+    }
+
+    // MARK: Events from BlueZ
+
+    private func handle(_ event: BlueZEvent) {
+        guard outcome == nil else { return }
+        switch event {
+        case .valueChanged(let path, let value):
+            for id in Array(machines.keys) { apply(id) { $0.valueChanged(path, value) } }
+            return
+        case .ready:
+            discovery.forget()
+            chooseAdapter()
+        case .unavailable(let error):
+            discovery.forget()
+            adapter = nil
+            fleetReady = false
+            for id in Array(machines.keys) { apply(id) { $0.bluetoothUnavailable(error) } }
+            if options.all, machines.isEmpty { failFleetIfNeverReady(.bluetoothUnavailable(error)) }
+        case .adapterAdded:
+            if adapter == nil { chooseAdapter() }
+        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
+            adapter = AdapterChoice(changed)
+            if changed.powered {
+                poweringOn = false
+                readyAll()
+            } else {
+                discovery.forget()
+                fleetReady = false
+                for id in Array(machines.keys) { apply(id) { $0.adapterPowered(false, adapter: AdapterChoice(changed)) } }
+            }
+        case .adapterRemoved(let path) where path == adapter?.path:
+            let name = adapter?.name ?? ""
+            adapter = nil
+            discovery.forget()
+            fleetReady = false
+            for id in Array(machines.keys) { apply(id) { $0.adapterRemoved(name: name) } }
+        case .deviceRemoved(let path):
+            for id in Array(machines.keys) { apply(id) { $0.deviceRemoved(path) } }
+        case .deviceChanged(let device, let changed):
+            if changed.contains("Connected"), !device.connected {
+                for id in Array(machines.keys) { apply(id) { $0.deviceDisconnected(device.path) } }
+            }
+            if changed.contains("ServicesResolved"), device.servicesResolved {
+                resolved(device.path)
+            }
+        default:
+            break
+        }
+        if let sighting = Sighting(event), sighting.device.isDescendant(of: adapter?.path ?? "/nowhere") {
+            sighted(sighting)
+        }
+    }
+
+    private func chooseAdapter() {
+        guard client.isReady else { return }
+        let choice = AdapterChoice.choose(from: client.tree.adapterChoices, named: options.adapterName)
+        adapter = choice
+        if let choice, !choice.powered, options.powerOn, !poweringOn {
+            poweringOn = true
+            client.perform(.setPowered(adapter: choice.path, true)) { [self] result in
+                if case .failure(let error) = result {
+                    poweringOn = false
+                    let failure: BirdCentral.Failure = error.kind == .permissionDenied
+                        ? .permissionDenied(error) : .operationFailed("power on \(choice.name)", error)
+                    finishAll(failure)
+                }
+            }
+            return
+        }
+        readyAll()
+    }
+
+    private func readyAll() {
+        if options.all {
+            readyFleet()
+        }
+        for id in Array(machines.keys) { apply(id) { $0.bluetoothReady(adapter: adapter) } }
+    }
+
+    private func sighted(_ sighting: Sighting) {
+        if options.all, fleetReady, sighting.matches(address: nil, minimumRSSI: configuration.minimumRSSI),
+            !machines.values.contains(where: { $0.configuration.address?.uppercased() == sighting.address.uppercased() })
+        {
+            cancelTimer(TimerKey(machine: Self.fleet, timer: .scan))
+            var perBird = configuration
+            perBird.address = sighting.address
+            perBird.scanTimeout = nil
+            perBird.maximumReadings = nil
+            perBird.duration = nil
+            let id = addMachine(perBird)
+            apply(id) { $0.bluetoothReady(adapter: adapter) }
+        }
+        for id in Array(machines.keys) { apply(id) { $0.deviceSighted(sighting) } }
+    }
+
+    private func resolved(_ device: ObjectPath) {
+        let characteristics = client.tree.birdCharacteristics(of: device)
+        for id in Array(machines.keys) {
+            apply(id) { $0.servicesResolved(device: device, characteristics: characteristics) }
+        }
+    }
+
+    // MARK: Machines and their actions
+
+    @discardableResult
+    private func addMachine(_ configuration: BirdCentral.Configuration) -> Int {
+        let id = nextMachine
+        nextMachine += 1
+        machines[id] = BirdCentral(configuration)
+        return id
+    }
+
+    /// Runs one event on a machine and performs the actions it returns.
+    private func apply(_ id: Int, _ event: (inout BirdCentral) -> [BirdCentral.Action]) {
+        guard outcome == nil, machines[id] != nil else { return }
+        let actions = event(&machines[id]!)
+        for action in actions { perform(action, machine: id) }
+    }
+
+    private func perform(_ action: BirdCentral.Action, machine id: Int) {
+        switch action {
+        case .startScanning:
+            guard let adapter, !options.all || !discovery.isOn else { return }
+            discovery.start(on: adapter.path) { [self] error in apply(id) { $0.scanFailed(error) } }
+        case .stopScanning:
+            if !options.all { cleanup { done in discovery.stop(done: done) } }
+        case .connect(let device):
+            client.perform(.connect(device: device, timeout: configuration.connectTimeout + .seconds(1))) { [self] result in
+                apply(id) { $0.connectReplied(result) }
+                // ServicesResolved may already be true (cached GATT): no change event will come.
+                if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
+            }
+        case .disconnect(let device):
+            cleanup { done in client.perform(.disconnect(device: device)) { _ in done() } }
+        case .read(let field, let characteristic):
+            client.perform(.readValue(characteristic: characteristic)) { [self] result in
+                apply(id) { $0.readCompleted(field, result) }
+            }
+        case .startNotify(let field, let characteristic):
+            client.perform(.startNotify(characteristic: characteristic)) { [self] result in
+                apply(id) { $0.notifyStarted(field, result.map { _ in }) }
+            }
+        case .stopNotify(let characteristic):
+            cleanup { done in client.perform(.stopNotify(characteristic: characteristic)) { _ in done() } }
+        case .armTimer(let timer, let delay):
+            let key = TimerKey(machine: id, timer: timer)
+            cancelTimer(key)
+            timers[key] = connection.loop.schedule(after: delay) { [self] in
+                timers[key] = nil
+                apply(id) { $0.timerFired(timer) }
+            }
+        case .cancelTimer(let timer):
+            cancelTimer(TimerKey(machine: id, timer: timer))
+        case .report(let report):
+            onReport(report)
+            switch report {
+            case .reading, .badValue: countFleetReading()
+            default: break
+            }
+        case .finish(let result):
+            machineFinished(id, result)
+        }
+    }
+
+    private func cancelTimer(_ key: TimerKey) {
+        if let timer = timers.removeValue(forKey: key) { connection.loop.cancel(timer) }
+    }
+
+    // MARK: Finishing
+
+    private func machineFinished(_ id: Int, _ result: BirdCentral.Outcome) {
+        if options.all {
+            // One bird lost is not the end of the fleet: forget it so it can be found again.
+            machines[id] = nil
+            if case .failed(let failure) = result { onReport(.gaveUp(failure)) }
+            return
+        }
+        finish(result)
+    }
+
+    /// Called for cleanup calls (StopNotify, Disconnect, StopDiscovery): the
+    /// process waits for them, briefly, before it ends.
+    private func cleanup(_ body: (@escaping @Sendable () -> Void) -> Void) {
+        cleanupInFlight += 1
+        body { [self] in
+            connection.loop.execute { [self] in
+                cleanupInFlight -= 1
+                if cleanupInFlight == 0, let outcome { deliver(outcome) }
+            }
+        }
+    }
+
+    private func finish(_ result: BirdCentral.Outcome) {
+        guard outcome == nil else { return }
+        outcome = result
+        for (_, timer) in timers { connection.loop.cancel(timer) }
+        timers.removeAll()
+        if cleanupInFlight == 0 {
+            deliver(result)
+        } else {
+            // Never wait long for an unresponsive bluetoothd on the way out.
+            connection.loop.schedule(after: .seconds(2)) { [self] in deliver(result) }
+        }
+    }
+
+    private var delivered = false
+    private func deliver(_ result: BirdCentral.Outcome) {
+        guard !delivered else { return }
+        delivered = true
+        onFinish(result)
+    }
+
+    private func finishAll(_ failure: BirdCentral.Failure) {
+        if options.all { finishFleet(.failed(failure)) } else { finish(.failed(failure)) }
+    }
+
+    // MARK: The fleet (watch --all)
+
+    private func readyFleet() {
+        guard let adapter, adapter.powered, !fleetReady else {
+            if options.all, adapter == nil || adapter?.powered == false { failFleetIfNeverReady(
+                adapter == nil ? .noAdapter(options.adapterName) : .adapterOff(adapter!.name)) }
+            return
+        }
+        let firstTime = !everReady
+        fleetReady = true
+        everReady = true
+        discovery.start(on: adapter.path) { [self] error in finishFleet(.failed(.operationFailed("start discovery", error))) }
+        if firstTime {
+            if let timeout = configuration.scanTimeout { armFleetTimer(.scan, timeout) }
+            if let duration = configuration.duration { armFleetTimer(.duration, duration) }
+        }
+    }
+    private var everReady = false
+
+    private func armFleetTimer(_ timer: BirdCentral.Timer, _ delay: Duration) {
+        let key = TimerKey(machine: Self.fleet, timer: timer)
+        timers[key] = connection.loop.schedule(after: delay) { [self] in
+            timers[key] = nil
+            switch timer {
+            case .scan where machines.isEmpty: finishFleet(.failed(.notFound))
+            case .duration: finishFleet(.success)
+            default: break
+            }
+        }
+    }
+
+    private func failFleetIfNeverReady(_ failure: BirdCentral.Failure) {
+        if !everReady { finishFleet(.failed(failure)) }
+    }
+
+    private func countFleetReading() {
+        guard options.all, let maximum = configuration.maximumReadings else { return }
+        fleetReadings += 1
+        if fleetReadings == maximum {
+            // After the machine's current actions, not in the middle of them.
+            connection.loop.schedule(after: .zero) { [self] in finishFleet(.success) }
+        }
+    }
+
+    /// Stops every machine (StopNotify, Disconnect) and discovery, then finishes.
+    private func finishFleet(_ result: BirdCentral.Outcome) {
+        guard outcome == nil else { return }
+        for id in Array(machines.keys) {
+            let actions = machines[id]!.stopRequested()
+            for action in actions {
+                if case .finish = action { continue }
+                perform(action, machine: id)
+            }
+        }
+        machines.removeAll()
+        cleanup { done in discovery.stop(done: done) }
+        finish(result)
+    }
+}

@@ -1,0 +1,47 @@
+import BlueZ
+import DBus
+
+/// Turns BlueZ discovery on (Bird Service filter, LE) and off for one adapter,
+/// remembering whether this client started it. Loop-confined.
+final class Discovery {
+    private let client: BlueZClient
+    private(set) var adapter: ObjectPath?
+    private var requested = false
+
+    init(client: BlueZClient) { self.client = client }
+
+    /// Starts discovery on `adapter`; `onFailure` runs on the loop if BlueZ refuses.
+    func start(on adapter: ObjectPath, onFailure: @escaping @Sendable (BlueZError) -> Void) {
+        guard !requested || self.adapter != adapter else { return }
+        self.adapter = adapter
+        requested = true
+        client.perform(.setDiscoveryFilter(adapter: adapter, uuids: [BirdService.uuid])) { [client] result in
+            if case .failure(let error) = result {
+                onFailure(error)
+                return
+            }
+            client.perform(.startDiscovery(adapter: adapter)) { result in
+                // InProgress: this client's discovery is already running.
+                if case .failure(let error) = result, error.kind != .inProgress { onFailure(error) }
+            }
+        }
+    }
+
+    /// Stops the discovery this client started; `done` runs when BlueZ answers.
+    func stop(done: @escaping @Sendable () -> Void = {}) {
+        guard requested, let adapter else {
+            done()
+            return
+        }
+        requested = false
+        client.perform(.stopDiscovery(adapter: adapter)) { _ in done() }
+    }
+
+    /// bluetoothd or the adapter went away, and its discovery with it.
+    func forget() {
+        requested = false
+        adapter = nil
+    }
+
+    var isOn: Bool { requested }
+}

@@ -1,0 +1,53 @@
+import DBus
+
+/// A device heard during discovery (announced, or its RSSI or advertising
+/// data changed), as the central's driver reports it.
+public struct Sighting: Hashable, Sendable {
+    public var device: ObjectPath
+    public var address: String
+    public var name: String?
+    public var rssi: Int16?
+    public var uuids: [String]
+
+    public init(device: ObjectPath, address: String, name: String?, rssi: Int16?, uuids: [String]) {
+        self.device = device
+        self.address = address
+        self.name = name
+        self.rssi = rssi
+        self.uuids = uuids
+    }
+
+    /// BlueZ merges every client's discovery filter, so a sighting may be any
+    /// device: check the Bird Service UUID here (case-insensitively).
+    public var isBird: Bool { uuids.contains { $0.lowercased() == BirdService.uuid } }
+
+    /// Whether this is the bird a command asked for.
+    public func matches(address wanted: String?, minimumRSSI: Int?) -> Bool {
+        guard isBird else { return false }
+        if let wanted, wanted.uppercased() != address.uppercased() { return false }
+        if let minimumRSSI {
+            guard let rssi, Int(rssi) >= minimumRSSI else { return false }
+        }
+        return true
+    }
+}
+
+/// The adapter a command uses: the one named, or the first powered one.
+public struct AdapterChoice: Hashable, Sendable {
+    public var path: ObjectPath
+    public var name: String
+    public var powered: Bool
+
+    public init(path: ObjectPath, name: String, powered: Bool) {
+        self.path = path
+        self.name = name
+        self.powered = powered
+    }
+
+    /// nil when there is no adapter (or not the one named). With no name,
+    /// prefers a powered adapter, else the first (so "powered off" can be said).
+    public static func choose(from adapters: [AdapterChoice], named wanted: String?) -> AdapterChoice? {
+        if let wanted { return adapters.first { $0.name == wanted } }
+        return adapters.first(where: \.powered) ?? adapters.first
+    }
+}
