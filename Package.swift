@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Bird", targets: ["Bird"]),
+        .executable(name: "birdctl", targets: ["birdctl"]),
     ],
     targets: [
         // libdbus, plus a shim for what Swift cannot call directly.
@@ -21,6 +22,8 @@ let package = Package(
         .target(name: "BlueZ", dependencies: ["DBus"]),
         // The Bird domain: UUIDs, codecs, RSSI smoothing, the central state machine and its driver.
         .target(name: "Bird", dependencies: ["BlueZ", "DBus"]),
+        // The command-line tool: argument parsing, output formats, exit codes, signals.
+        .executableTarget(name: "birdctl", dependencies: ["Bird", "BlueZ", "DBus"]),
         // Starts a private dbus-daemon and the fake BlueZ of fixtures/ for tests.
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),

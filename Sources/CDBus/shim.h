@@ -2,7 +2,9 @@
 #define CDBUS_SHIM_H
 
 #include <dbus/dbus.h>
+// The event loop's wake-up and signal descriptors (not in Swift's Glibc module).
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 
 // DBusError carries bitfields and is meant to be initialised by DBUS_ERROR_INIT;
 // Swift gets a zeroed value from this instead.

@@ -90,7 +90,7 @@ public final class Connection: @unchecked Sendable {
         self.uniqueName = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""
         dbus_connection_set_exit_on_disconnect(raw, 0)
         installLibdbusHooks()
-        loop.beforePoll = { [weak self] in self?.dispatchQueued() }
+        loop.addBeforePollHook { [weak self] in self?.dispatchQueued() }
         loop.start()
     }
 

@@ -39,8 +39,9 @@ public final class EventLoop: @unchecked Sendable {
     private var watches: [IOWatch] = []
     private var timers: [UInt64: Timer] = [:]
     private var nextTimerID: UInt64 = 1
-    /// Runs before every poll (the connection dispatches queued messages here).
-    var beforePoll: (() -> Void)?
+    /// Run before every poll, in the order added: the connection dispatches
+    /// queued messages, then e.g. an output buffer is flushed once per batch.
+    private var beforePollHooks: [() -> Void] = []
 
     init() {
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
@@ -82,6 +83,11 @@ public final class EventLoop: @unchecked Sendable {
 
     public func cancel(_ timer: TimerID) {
         timers[timer.raw] = nil
+    }
+
+    /// Adds work to run before each poll, after pending messages are dispatched (loop only).
+    public func addBeforePollHook(_ hook: @escaping () -> Void) {
+        beforePollHooks.append(hook)
     }
 
     // MARK: Watches (loop only, or before the thread starts)
@@ -148,7 +154,7 @@ public final class EventLoop: @unchecked Sendable {
         var polled: [IOWatch] = []
         while !stopRequested.load(ordering: .acquiring) {
             runInbox()
-            beforePoll?()
+            for hook in beforePollHooks { hook() }
 
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
@@ -178,7 +184,7 @@ public final class EventLoop: @unchecked Sendable {
         // Drop the handlers: they may hold the objects that own this loop.
         timers.removeAll()
         watches.removeAll()
-        beforePoll = nil
+        beforePollHooks.removeAll()
     }
 
     private func runInbox() {

@@ -1,0 +1,107 @@
+import Bird
+
+/// A usage mistake: reported with the command's usage, exit code 2.
+struct UsageError: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// The command line split into options and positionals, checked against what
+/// the command accepts. Small on purpose: birdctl starts in a few milliseconds
+/// and has a handful of options.
+struct Arguments {
+    /// Options that take a value, and flags, that a command accepts.
+    struct Spec {
+        var valued: Set<String>
+        var flags: Set<String>
+    }
+
+    private(set) var values: [String: String] = [:]
+    private(set) var flags: Set<String> = []
+    private(set) var positionals: [String] = []
+
+    init(_ arguments: [String], spec: Spec) throws(UsageError) {
+        var index = 0
+        var onlyPositionals = false
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if onlyPositionals || !argument.hasPrefix("-") || argument == "-" || Arguments.isNegativeNumber(argument) {
+                positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                onlyPositionals = true
+                continue
+            }
+            var name = argument
+            var inlineValue: String?
+            if let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            if name == "-h" { name = "--help" }
+            if spec.flags.contains(name) {
+                guard inlineValue == nil else { throw UsageError("\(name) takes no value") }
+                flags.insert(name)
+            } else if spec.valued.contains(name) {
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else {
+                    guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+                    values[name] = arguments[index]
+                    index += 1
+                }
+            } else {
+                throw UsageError("unknown option \(name)")
+            }
+        }
+    }
+
+    private static func isNegativeNumber(_ s: String) -> Bool {
+        s.count > 1 && s.hasPrefix("-") && s.dropFirst().allSatisfy(\.isNumber)
+    }
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+    /// Seconds as a Duration; 0 means "no limit" where `zeroMeansNone`.
+    func seconds(_ name: String, default fallback: Duration?, zeroMeansNone: Bool = true) throws(UsageError) -> Duration? {
+        guard let text = values[name] else { return fallback }
+        guard let value = Double(text), value >= 0, value.isFinite, value < 1e9 else {
+            throw UsageError("\(name) expects a number of seconds, got '\(text)'")
+        }
+        if value == 0 && zeroMeansNone { return nil }
+        return .milliseconds(Int64((value * 1000).rounded()))
+    }
+
+    func integer(_ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw UsageError("\(name) expects an integer in \(range.lowerBound)…\(range.upperBound), got '\(text)'")
+        }
+        return value
+    }
+
+    /// An optional ADDRESS, then fields, from the positionals.
+    func addressAndFields() throws(UsageError) -> (address: String?, fields: [BirdField]) {
+        var address: String?
+        var fields: [BirdField] = []
+        for (position, argument) in positionals.enumerated() {
+            if position == 0, Arguments.isAddress(argument) {
+                address = argument.uppercased()
+            } else if let field = BirdField(rawValue: argument.lowercased()) {
+                if !fields.contains(field) { fields.append(field) }
+            } else if Arguments.isAddress(argument) {
+                throw UsageError("the address must come before the fields")
+            } else {
+                throw UsageError("'\(argument)' is neither an address (AA:BB:CC:DD:EE:FF) nor a field (name, color, alpha)")
+            }
+        }
+        return (address, fields)
+    }
+
+    static func isAddress(_ s: String) -> Bool {
+        let parts = s.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
+    }
+}

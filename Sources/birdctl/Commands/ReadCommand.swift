@@ -1,0 +1,85 @@
+import Bird
+
+/// `birdctl read`: find (or use ADDRESS), connect, read, print, disconnect.
+enum ReadCommand {
+    static let usage = """
+        usage: birdctl read [ADDRESS] [name|color|alpha ...] [--timeout S] [--connect-timeout S]
+                            [--min-rssi DBM] [--adapter hciN] [--power-on] [--json] [--verbose]
+
+        Reads the Bird's characteristics once. With one field the value is
+        printed bare, for scripts: color=$(birdctl read color). --timeout is how
+        long to look for a Bird (default 10 s), --connect-timeout the deadline to
+        connect (default 10 s). Exits 0 only if every field decoded; 8 if one did not.
+        """
+
+    static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
+        let common = try CommonOptions(arguments)
+        let (address, requested) = try arguments.addressAndFields()
+        let fields = requested.isEmpty ? BirdField.allCases : requested
+        let configuration = BirdCentral.Configuration(
+            mode: .read, fields: fields, address: address, minimumRSSI: common.minimumRSSI,
+            scanTimeout: try arguments.seconds("--timeout", default: .seconds(10)),
+            connectTimeout: try arguments.seconds("--connect-timeout", default: .seconds(10), zeroMeansNone: false)
+                ?? .seconds(10))
+        let bare = requested.count == 1 && !common.json
+
+        let session: Session
+        do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
+        let results = ReadResults()
+        let formatter = session.formatter
+        let driver = CentralDriver(
+            connection: session.connection, configuration: configuration, options: common.driverOptions,
+            onReport: { report in
+                switch report {
+                case .reading(let peripheral, let value, let raw, _):
+                    results.values[value.field] = (value, raw)
+                    results.peripheral = peripheral
+                case .badValue(let peripheral, let error):
+                    results.errors[error.field] = error
+                    results.peripheral = peripheral
+                    Diagnostics.error(formatter.badValue(peripheral, error))
+                default:
+                    if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
+                }
+            },
+            onFinish: { outcome in
+                if outcome == .success || outcome == .badValue {
+                    for line in lines(results, fields: fields, bare: bare, formatter) { session.stdout.line(line) }
+                }
+                session.finish(exitStatus(for: outcome))
+            })
+        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+    }
+
+    /// What was read, collected so it prints in field order once complete. Loop-confined.
+    final class ReadResults: @unchecked Sendable {
+        var peripheral: BirdCentral.Peripheral?
+        var values: [BirdField: (BirdValue, [UInt8])] = [:]
+        var errors: [BirdField: BirdValueError] = [:]
+    }
+
+    static func lines(_ results: ReadResults, fields: [BirdField], bare: Bool, _ formatter: ReportFormatter) -> [String] {
+        if formatter.json {
+            var object = JSONObject()
+            object.add("address", ifPresent: results.peripheral?.address)
+            var raw = JSONObject()
+            var errors = JSONObject()
+            for field in fields {
+                if let (value, bytes) = results.values[field] {
+                    object.add(field.rawValue, formatter.jsonValue(value))
+                    raw.add(field.rawValue, hexString(bytes))
+                } else if let error = results.errors[field] {
+                    raw.add(field.rawValue, error.rawHex)
+                    errors.add(field.rawValue, error.reason)
+                }
+            }
+            object.add("raw", .object(raw))
+            if !results.errors.isEmpty { object.add("errors", .object(errors)) }
+            return [object.rendered]
+        }
+        if bare { return fields.compactMap { results.values[$0]?.0.text } }
+        return fields.compactMap { field in
+            results.values[field].map { "\(formatter.bold(formatter.pad(field.rawValue, 5)))  \(formatter.styled($0.0))" }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Bird
+
+/// `birdctl scan`: list Bird peripherals as they are heard.
+enum ScanCommand {
+    static let usage = """
+        usage: birdctl scan [--timeout S] [--min-rssi DBM] [--adapter hciN] [--power-on] [--json] [--verbose]
+
+        Lists Bird peripherals as they are found: address, smoothed RSSI, name.
+        At the end (--timeout, default 10 s; 0 = until Ctrl-C) a terminal also
+        gets the list sorted by signal strength, and --json a "done" line with it.
+        Exits 0 if a Bird was found, 6 if none was.
+        """
+
+    static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
+        let common = try CommonOptions(arguments)
+        let timeout = try arguments.seconds("--timeout", default: .seconds(10))
+        guard arguments.positionals.isEmpty else { throw UsageError("scan takes no arguments") }
+
+        let session: Session
+        do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
+        let formatter = session.formatter
+        let toTerminal = formatter.color
+        let driver = ScanDriver(
+            connection: session.connection, options: common.driverOptions, minimumRSSI: common.minimumRSSI,
+            timeout: timeout,
+            onFound: { result in session.stdout.line(line(for: result, formatter)) },
+            onFinish: { outcome, results in
+                if formatter.json {
+                    var done = formatter.event("done", nil)
+                    done.add("birds", .array(results.map(object(for:))))
+                    session.stdout.line(done.rendered)
+                } else if toTerminal, results.count > 1 {
+                    session.stdout.line(formatter.dim("\(results.count) birds, strongest first:"))
+                    for result in results { session.stdout.line(line(for: result, formatter)) }
+                }
+                session.finish(exitStatus(for: outcome))
+            })
+        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+    }
+
+    static func line(for result: ScanResult, _ formatter: ReportFormatter) -> String {
+        if formatter.json {
+            var found = formatter.event("found", nil)
+            found.add("address", result.address)
+            found.add("name", ifPresent: result.name)
+            if let rssi = result.rssi { found.add("rssi", .integer(rssi)) }
+            return found.rendered
+        }
+        let rssi = result.rssi.map { "\($0) dBm" } ?? "? dBm"
+        return "\(result.address)  \(formatter.pad(rssi, 8))  \(formatter.bold(result.name ?? ""))"
+    }
+
+    static func object(for result: ScanResult) -> JSONObject {
+        var object = JSONObject()
+        object.add("address", result.address)
+        object.add("name", ifPresent: result.name)
+        if let rssi = result.rssi { object.add("rssi", .integer(rssi)) }
+        return object
+    }
+}

@@ -1,0 +1,63 @@
+import Bird
+
+/// `birdctl watch`: stream one line per reading until stopped.
+enum WatchCommand {
+    static let usage = """
+        usage: birdctl watch [ADDRESS] [name|color|alpha ...] [--all] [--count N] [--duration S]
+                             [--no-reconnect] [--timeout S] [--connect-timeout S] [--min-rssi DBM]
+                             [--adapter hciN] [--power-on] [--json] [--verbose]
+
+        Reads the current values, subscribes, and prints one line per reading,
+        each tagged with the peripheral's address, until Ctrl-C, --count N
+        readings, or --duration S. After a lost link it scans and reconnects
+        (unless --no-reconnect); if bluetoothd restarts or the adapter is powered
+        off, it waits and resumes. --all follows every Bird in range at once.
+        --timeout is how long to look for a Bird at first (default: no limit).
+        --json prints JSON Lines: readings and events (found, connected, ...).
+        """
+
+    static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
+        let common = try CommonOptions(arguments)
+        let (address, requested) = try arguments.addressAndFields()
+        let all = arguments.has("--all")
+        if all && address != nil { throw UsageError("--all follows every Bird; it takes no ADDRESS") }
+        let configuration = BirdCentral.Configuration(
+            mode: .watch(reconnect: !arguments.has("--no-reconnect")),
+            fields: requested.isEmpty ? BirdField.allCases : requested, address: address,
+            minimumRSSI: common.minimumRSSI,
+            scanTimeout: try arguments.seconds("--timeout", default: nil),
+            connectTimeout: try arguments.seconds("--connect-timeout", default: .seconds(10), zeroMeansNone: false)
+                ?? .seconds(10),
+            maximumReadings: try arguments.integer("--count", range: 1...Int.max),
+            duration: try arguments.seconds("--duration", default: nil))
+        var options = common.driverOptions
+        options.all = all
+
+        let session: Session
+        do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
+        let formatter = session.formatter
+        let stdout = session.stdout
+        let driver = CentralDriver(
+            connection: session.connection, configuration: configuration, options: options,
+            onReport: { report in
+                switch report {
+                case .reading(let peripheral, let value, let raw, let notified):
+                    stdout.line(formatter.reading(peripheral, value, raw: raw, notified: notified))
+                case .badValue(let peripheral, let error):
+                    if formatter.json {
+                        stdout.line(formatter.badValue(peripheral, error))
+                    } else {
+                        Diagnostics.error(formatter.badValue(peripheral, error))
+                    }
+                default:
+                    if let line = formatter.eventLine(report) {
+                        stdout.line(line)
+                    } else if let text = formatter.eventText(report) {
+                        Diagnostics.say(text)
+                    }
+                }
+            },
+            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
+        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+    }
+}

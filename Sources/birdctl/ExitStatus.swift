@@ -1,0 +1,76 @@
+import Bird
+import BlueZ
+
+/// birdctl's exit codes, one per failure class (documented in the README).
+enum ExitStatus: Int32, Error {
+    case success = 0
+    /// Unexpected internal failure (should not happen).
+    case internalError = 1
+    case usage = 2
+    /// No bluetoothd on the system bus, no such adapter, or the bus itself is gone.
+    case bluetoothUnavailable = 3
+    case adapterOff = 4
+    case permissionDenied = 5
+    /// No Bird found before --timeout.
+    case notFound = 6
+    /// Connect failed, timed out, or the link was lost.
+    case connectionFailed = 7
+    /// A value did not decode (read).
+    case badValue = 8
+    /// Another BlueZ operation failed (read, subscribe, discovery).
+    case operationFailed = 9
+    /// SIGINT/SIGTERM before the work was done.
+    case interrupted = 130
+
+    init(_ outcome: BirdCentral.Outcome) {
+        switch outcome {
+        case .success: self = .success
+        case .badValue: self = .badValue
+        case .interrupted: self = .interrupted
+        case .failed(let failure): self.init(failure)
+        }
+    }
+
+    init(_ failure: BirdCentral.Failure) {
+        switch failure {
+        case .bluetoothUnavailable, .noAdapter: self = .bluetoothUnavailable
+        case .adapterOff: self = .adapterOff
+        case .permissionDenied: self = .permissionDenied
+        case .notFound: self = .notFound
+        case .connectTimeout, .connectFailed, .connectionLost: self = .connectionFailed
+        case .serviceMissing: self = .operationFailed
+        case .operationFailed(_, let error):
+            switch error.kind {
+            case .permissionDenied: self = .permissionDenied
+            case .bluetoothdNotRunning, .busDisconnected: self = .bluetoothUnavailable
+            case .notConnected: self = .connectionFailed
+            default: self = .operationFailed
+            }
+        }
+    }
+}
+
+extension BirdCentral.Failure {
+    /// What went wrong, for a person, with a hint where one helps.
+    var message: String {
+        switch self {
+        case .bluetoothUnavailable(let error):
+            switch error.kind {
+            case .busDisconnected: "cannot reach the system bus: \(error.message)"
+            default: "bluetoothd is not running (no org.bluez on the system bus); start it with 'systemctl start bluetooth'"
+            }
+        case .noAdapter(let name):
+            if let name { "no Bluetooth adapter named \(name)" } else { "no Bluetooth adapter found" }
+        case .adapterOff(let name): "adapter \(name) is powered off; power it on or pass --power-on"
+        case .permissionDenied(let error):
+            "permission denied by the system bus policy (\(error.message)); run as root or join the 'bluetooth' group"
+        case .notFound: "no Bird found before the timeout"
+        case .connectTimeout: "could not connect before the connect deadline"
+        case .connectFailed(let error): "connection failed: \(error)"
+        case .connectionLost: "the connection was lost"
+        case .serviceMissing(let fields):
+            "the peripheral does not offer \(fields.map(\.rawValue).joined(separator: ", "))"
+        case .operationFailed(let what, let error): "could not \(what): \(error)"
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Glibc
+
+/// Buffered lines to a file descriptor, written in one go per loop batch, so a
+/// burst of notifications costs one write(2), not one per line. Writes block:
+/// a slow reader slows us down instead of losing lines. Loop-confined.
+final class LineWriter: @unchecked Sendable {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    /// Called once when the reader has gone away (EPIPE): `watch | head -1`.
+    var onClosed: (() -> Void)?
+    private(set) var isClosed = false
+
+    init(fd: Int32) {
+        self.fd = fd
+        buffer.reserveCapacity(64 * 1024)
+    }
+
+    func line(_ text: String) {
+        guard !isClosed else { return }
+        buffer.append(contentsOf: text.utf8)
+        buffer.append(UInt8(ascii: "\n"))
+        if buffer.count >= 64 * 1024 { flush() }
+    }
+
+    func flush() {
+        guard !isClosed, !buffer.isEmpty else { return }
+        while !buffer.isEmpty {
+            let result = write(fd, buffer, buffer.count)
+            if result >= 0 {
+                // A blocking write is rarely partial (a signal); then drop what went out.
+                buffer.removeFirst(result)
+            } else if errno == EINTR {
+                continue
+            } else {
+                // EPIPE (reader gone) or another error: nothing more can be said here.
+                isClosed = true
+                buffer.removeAll()
+                onClosed?()
+                return
+            }
+        }
+    }
+}
+
+/// Diagnostics to stderr, unbuffered (they are rare and must not be lost).
+enum Diagnostics {
+    static let isTTY = isatty(2) == 1
+    static let useColor = isTTY && getenv("NO_COLOR") == nil
+
+    static func say(_ text: String) {
+        let line = Array(("birdctl: " + text + "\n").utf8)
+        _ = write(2, line, line.count)
+    }
+
+    static func error(_ text: String) {
+        say((useColor ? "\u{1B}[31merror:\u{1B}[0m " : "error: ") + text)
+    }
+}

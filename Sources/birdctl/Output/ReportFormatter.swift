@@ -1,0 +1,124 @@
+import Bird
+
+/// How readings and events look: text for people, JSON Lines for programs.
+/// Data goes to stdout; in text mode, events go to stderr as diagnostics.
+struct ReportFormatter {
+    var json: Bool
+    var color: Bool
+
+    typealias Peripheral = BirdCentral.Peripheral
+
+    // MARK: Readings
+
+    /// One `watch` line.
+    func reading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool) -> String {
+        if json {
+            var object = event("reading", peripheral)
+            object.add("field", value.field.rawValue)
+            object.add("value", jsonValue(value))
+            object.add("raw", hexString(raw))
+            object.add("source", notified ? "notify" : "read")
+            return object.rendered
+        }
+        let time = dim(Timestamp.clock())
+        return "\(time)  \(peripheral.address)  \(bold(pad(value.field.rawValue, 5)))  \(styled(value))"
+    }
+
+    func badValue(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
+        if json {
+            var object = event("bad_value", peripheral)
+            object.add("field", error.field.rawValue)
+            object.add("error", error.reason)
+            object.add("raw", error.rawHex)
+            return object.rendered
+        }
+        return "\(error) from \(peripheral.address)"
+    }
+
+    /// A value as JSON: alpha is a number, the rest strings.
+    func jsonValue(_ value: BirdValue) -> JSONObject.Value {
+        if case .alpha = value { return .number(value.text) }
+        return .string(value.text)
+    }
+
+    /// The value, with a swatch of the colour itself on a colour terminal.
+    func styled(_ value: BirdValue) -> String {
+        guard color, case .color(let rgb) = value else { return value.text }
+        return "\u{1B}[38;2;\(rgb.red);\(rgb.green);\(rgb.blue)m■\u{1B}[0m \(value.text)"
+    }
+
+    // MARK: Events
+
+    /// A JSON Lines event, or nil in text mode (where `eventText` goes to stderr).
+    func eventLine(_ report: BirdCentral.Report) -> String? {
+        guard json else { return nil }
+        switch report {
+        case .found(let p, let rssi):
+            var object = event("found", p)
+            object.add("name", ifPresent: p.name)
+            if let rssi { object.add("rssi", .integer(Int(rssi))) }
+            return object.rendered
+        case .connected(let p):
+            var object = event("connected", p)
+            object.add("name", ifPresent: p.name)
+            return object.rendered
+        case .disconnected(let p):
+            return event("disconnected", p).rendered
+        case .retrying(let p, let attempt, let error):
+            var object = event("retrying", p)
+            object.add("attempt", .integer(attempt))
+            object.add("error", "\(error)")
+            return object.rendered
+        case .operationFailed(let p, let what, let error):
+            var object = event("error", p)
+            object.add("message", "could not \(what): \(error)")
+            return object.rendered
+        case .gaveUp(let failure):
+            var object = event("error", nil)
+            object.add("message", failure.message)
+            return object.rendered
+        case .waiting(let message):
+            var object = event("waiting", nil)
+            object.add("message", message)
+            return object.rendered
+        case .reading, .badValue:
+            return nil
+        }
+    }
+
+    /// The same events for a person, on stderr.
+    func eventText(_ report: BirdCentral.Report) -> String? {
+        switch report {
+        case .found(let p, let rssi): "found \(label(p))" + (rssi.map { " at \($0) dBm" } ?? "")
+        case .connected(let p): "connected to \(label(p))"
+        case .disconnected(let p): "disconnected from \(label(p))"
+        case .retrying(let p, let attempt, let error): "connecting to \(p.address) failed (\(error)); attempt \(attempt)"
+        case .operationFailed(let p, let what, let error): "could not \(what) on \(p.address): \(error)"
+        case .gaveUp(let failure): failure.message
+        case .waiting(let message): message
+        case .reading, .badValue: nil
+        }
+    }
+
+    func label(_ p: Peripheral) -> String {
+        if let name = p.name, !name.isEmpty { return "\(name) (\(p.address))" }
+        return p.address
+    }
+
+    func event(_ name: String, _ peripheral: Peripheral?) -> JSONObject {
+        var object = JSONObject()
+        object.add("time", Timestamp.iso8601())
+        object.add("event", name)
+        if let peripheral { object.add("address", peripheral.address) }
+        return object
+    }
+
+    // MARK: Styling
+
+    func dim(_ s: String) -> String { color ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
+    func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
+
+    func pad(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
+    }
+}

@@ -1,0 +1,63 @@
+import DBus
+import Dispatch
+import Glibc
+
+/// What every command shares: the system-bus connection and its loop,
+/// buffered stdout, SIGINT/SIGTERM, `--verbose` tracing, and the exit status.
+final class Session: @unchecked Sendable {
+    let connection: Connection
+    let stdout = LineWriter(fd: 1)
+    let formatter: ReportFormatter
+    private let done = DispatchSemaphore(value: 0)
+    private var status = ExitStatus.internalError
+    private var finished = false
+    private var stdoutClosed = false
+
+    /// Opens the system bus; a failure is reported and becomes exit code 3.
+    init(json: Bool, verbose: Bool) throws(ExitStatus) {
+        do {
+            connection = try Connection.system()
+        } catch {
+            let address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "the default socket"
+            Diagnostics.error("cannot connect to the system bus at \(address): \(error.message)")
+            throw .bluetoothUnavailable
+        }
+        formatter = ReportFormatter(json: json, color: !json && isatty(1) == 1 && getenv("NO_COLOR") == nil)
+        if verbose { connection.tracer = Session.trace }
+    }
+
+    /// Sets up signal handling and output flushing on the loop, then runs `body` there.
+    func run(onInterrupt: @escaping @Sendable () -> Void, onStdoutClosed: @escaping @Sendable () -> Void,
+             _ body: @escaping @Sendable () -> Void) -> ExitStatus {
+        connection.loop.execute { [self] in
+            connection.loop.addBeforePollHook { [stdout] in stdout.flush() }
+            connection.loop.watchSignals([SIGINT, SIGTERM]) { _ in onInterrupt() }
+            stdout.onClosed = { [self] in
+                // `watch | head -1`: the reader has what it wanted; clean up quietly.
+                stdoutClosed = true
+                onStdoutClosed()
+            }
+            body()
+        }
+        done.wait()
+        return status
+    }
+
+    /// Ends the command (on the loop): flushes what is buffered and wakes `run`.
+    func finish(_ status: ExitStatus) {
+        guard !finished else { return }
+        finished = true
+        stdout.flush()
+        self.status = stdoutClosed ? .success : status
+        done.signal()
+    }
+
+    private static let trace: @Sendable (Bool, Message) -> Void = { outgoing, message in
+        var text = (outgoing ? "→ " : "← ") + message.description
+        if let arguments = try? message.arguments(), !arguments.isEmpty {
+            let rendered = arguments.map { "\($0)" }.joined(separator: ", ")
+            text += " " + (rendered.count > 400 ? String(rendered.prefix(400)) + "…" : rendered)
+        }
+        Diagnostics.say(text)
+    }
+}
