@@ -251,8 +251,10 @@ public struct BirdCentral: Sendable {
     public mutating func notifyStarted(_ field: BirdField, _ result: Result<Void, BlueZError>) -> [Action] {
         guard case .subscribing(let link, var pending) = state, pending.remove(field) != nil else { return [] }
         if case .failure(let error) = result {
+            let actions = cleanUp(link, subscribed: true)
+                + [.finish(.failed(.operationFailed("subscribe to \(field)", error)))]
             state = .finished
-            return cleanUp(link) + [.finish(.failed(.operationFailed("subscribe to \(field)", error)))]
+            return actions
         }
         state = pending.isEmpty ? .streaming(link) : .subscribing(link, pending: pending)
         return []
@@ -275,14 +277,14 @@ public struct BirdCentral: Sendable {
         switch BirdCodec.decode(field, raw) {
         case .success(let value):
             actions = [.report(.reading(link.peripheral, value, raw: raw, notified: notified))]
+            readings += 1
         case .failure(let error):
             anyBadValue = true
             actions = [.report(.badValue(link.peripheral, error))]
         }
-        readings += 1
         if configuration.isWatch, let maximum = configuration.maximumReadings, readings >= maximum {
+            actions += stopTimers(includingDuration: true) + cleanUp(link, subscribed: true) + [.finish(.success)]
             state = .finished
-            actions += stopTimers(includingDuration: true) + cleanUp(link) + [.finish(.success)]
         }
         return actions
     }
@@ -326,7 +328,8 @@ public struct BirdCentral: Sendable {
         case .waitingForBluetooth: break
         case .scanning: actions.append(.stopScanning)
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): actions.append(.disconnect(p.path))
-        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): actions += cleanUp(link)
+        case .reading(let link, _): actions += cleanUp(link, subscribed: false)
+        case .subscribing(let link, _), .streaming(let link): actions += cleanUp(link, subscribed: true)
         }
         state = .finished
         return actions + [.finish(outcome)]
@@ -342,15 +345,10 @@ public struct BirdCentral: Sendable {
         return actions
     }
 
-    private func cleanUp(_ link: Link) -> [Action] {
-        var actions: [Action] = []
-        switch state {
-        case .streaming, .subscribing:
-            actions = configuration.fields.compactMap { link.characteristics[$0].map(Action.stopNotify) }
-        default:
-            break
-        }
-        return actions + [.disconnect(link.peripheral.path)]
+    /// StopNotify what we subscribed to, then Disconnect.
+    private func cleanUp(_ link: Link, subscribed: Bool) -> [Action] {
+        let stops = subscribed ? configuration.fields.compactMap { link.characteristics[$0].map(Action.stopNotify) } : []
+        return stops + [.disconnect(link.peripheral.path)]
     }
 
     private func stopTimers(includingDuration: Bool = false) -> [Action] {

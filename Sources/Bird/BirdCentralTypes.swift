@@ -24,7 +24,7 @@ extension BirdCentral {
         public var connectAttempts: Int
         /// The first retry's delay; each later one doubles it.
         public var retryBackoff: Duration
-        /// Watching: stop after this many readings.
+        /// Watching: stop after this many decoded readings.
         public var maximumReadings: Int?
         /// Watching: stop after this long.
         public var duration: Duration?
@@ -91,6 +91,12 @@ extension BirdCentral {
         public var path: ObjectPath
         public var address: String
         public var name: String?
+
+        public init(path: ObjectPath, address: String, name: String?) {
+            self.path = path
+            self.address = address
+            self.name = name
+        }
     }
 
     public enum Outcome: Hashable, Sendable {

@@ -238,7 +238,7 @@ public final class CentralDriver: @unchecked Sendable {
         case .report(let report):
             onReport(report)
             switch report {
-            case .reading, .badValue: countFleetReading()
+            case .reading: countFleetReading()
             default: break
             }
         case .finish(let result):

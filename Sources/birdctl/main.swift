@@ -31,7 +31,7 @@ func printOut(_ text: String) {
 
 func main(_ arguments: [String]) -> ExitStatus {
     guard let command = arguments.first else {
-        Diagnostics.say(topUsage)
+        Diagnostics.raw(topUsage)
         return .usage
     }
     let rest = Array(arguments.dropFirst())
@@ -63,7 +63,7 @@ func main(_ arguments: [String]) -> ExitStatus {
     }
     guard let entry = commands[command] else {
         Diagnostics.error("unknown command '\(command)'")
-        Diagnostics.say(topUsage)
+        Diagnostics.raw(topUsage)
         return .usage
     }
     do {
@@ -75,7 +75,7 @@ func main(_ arguments: [String]) -> ExitStatus {
         return try entry.run(parsed)
     } catch {
         Diagnostics.error(error.message)
-        Diagnostics.say(entry.usage)
+        Diagnostics.raw(entry.usage)
         return .usage
     }
 }

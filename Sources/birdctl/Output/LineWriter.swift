@@ -48,7 +48,12 @@ enum Diagnostics {
     static let useColor = isTTY && getenv("NO_COLOR") == nil
 
     static func say(_ text: String) {
-        let line = Array(("birdctl: " + text + "\n").utf8)
+        raw("birdctl: " + text)
+    }
+
+    /// A line (or block, like a usage text) without the "birdctl:" prefix.
+    static func raw(_ text: String) {
+        let line = Array((text + "\n").utf8)
         _ = write(2, line, line.count)
     }
 

@@ -1,0 +1,356 @@
+import Bird
+import BlueZ
+import DBus
+import Testing
+
+typealias Action = BirdCentral.Action
+
+let adapter = AdapterChoice(path: "/org/bluez/hci0", name: "hci0", powered: true)
+let device: ObjectPath = "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01"
+let robin = BirdCentral.Peripheral(path: device, address: "F0:0D:B1:7D:00:01", name: "Robin")
+let birdSighting = Sighting(
+    device: device, address: "F0:0D:B1:7D:00:01", name: "Robin", rssi: -50, uuids: [BirdService.uuid.uppercased()])
+let characteristics: [BirdField: ObjectPath] = [
+    .name: ObjectPath("\(device)/service000a/char000d"), .color: ObjectPath("\(device)/service000a/char000b"),
+    .alpha: ObjectPath("\(device)/service000a/char000f"),
+]
+let transient = BlueZError(.failed, name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+
+/// Builds a machine in a given state through real events.
+struct Machine {
+    var central: BirdCentral
+
+    init(_ mode: BirdCentral.Configuration.Mode = .read, fields: [BirdField] = BirdField.allCases,
+         configure: (inout BirdCentral.Configuration) -> Void = { _ in }) {
+        var configuration = BirdCentral.Configuration(mode: mode, fields: fields)
+        configure(&configuration)
+        central = BirdCentral(configuration)
+    }
+
+    func scanning() -> Machine {
+        var m = self
+        _ = m.central.bluetoothReady(adapter: adapter)
+        return m
+    }
+
+    func connecting() -> Machine {
+        var m = scanning()
+        _ = m.central.deviceSighted(birdSighting)
+        return m
+    }
+
+    func resolving() -> Machine {
+        var m = connecting()
+        _ = m.central.connectReplied(.success(()))
+        return m
+    }
+
+    func reading() -> Machine {
+        var m = resolving()
+        _ = m.central.servicesResolved(device: device, characteristics: characteristics)
+        return m
+    }
+
+    func streaming() -> Machine {
+        var m = reading()
+        for field in m.central.configuration.fields { _ = m.central.readCompleted(field, .success(Array("80".utf8))) }
+        for field in m.central.configuration.fields { _ = m.central.notifyStarted(field, .success(())) }
+        return m
+    }
+}
+
+@Suite("BirdCentral state machine")
+struct BirdCentralTests {
+    // MARK: Waiting for Bluetooth
+
+    @Test func readyPoweredAdapterStartsScanningWithTheFindDeadline() {
+        var m = Machine()
+        #expect(m.central.bluetoothReady(adapter: adapter) == [.startScanning, .armTimer(.scan, .seconds(10))])
+    }
+
+    @Test func watchArmsItsDurationOnce() {
+        var m = Machine(.watch(reconnect: true)) { $0.scanTimeout = nil; $0.duration = .seconds(5) }
+        #expect(m.central.bluetoothReady(adapter: adapter) == [.armTimer(.duration, .seconds(5)), .startScanning])
+    }
+
+    @Test func noAdapterAtStartFails() {
+        var m = Machine()
+        #expect(m.central.bluetoothReady(adapter: nil) == [.finish(.failed(.noAdapter(nil)))])
+        #expect(m.central.isFinished)
+    }
+
+    @Test func poweredOffAtStartFails() {
+        var m = Machine(.watch(reconnect: true))
+        let off = AdapterChoice(path: adapter.path, name: "hci0", powered: false)
+        #expect(m.central.bluetoothReady(adapter: off) == [.finish(.failed(.adapterOff("hci0")))])
+    }
+
+    @Test func bluetoothdAbsentAtStartFails() {
+        var m = Machine(.watch(reconnect: true))
+        let error = BlueZError(.bluetoothdNotRunning)
+        #expect(m.central.bluetoothUnavailable(error) == [.finish(.failed(.bluetoothUnavailable(error)))])
+    }
+
+    @Test func accessDeniedAtStartIsPermissionDenied() {
+        var m = Machine()
+        let error = BlueZError(.permissionDenied, name: "org.freedesktop.DBus.Error.AccessDenied")
+        #expect(m.central.bluetoothUnavailable(error) == [.finish(.failed(.permissionDenied(error)))])
+    }
+
+    // MARK: Scanning
+
+    @Test func aBirdSightingConnectsWithADeadline() {
+        var m = Machine().scanning()
+        #expect(m.central.deviceSighted(birdSighting) == [
+            .cancelTimer(.scan), .stopScanning, .report(.found(robin, rssi: -50)),
+            .armTimer(.connect, .seconds(10)), .connect(device),
+        ])
+    }
+
+    @Test func nonBirdsOtherAddressesAndWeakSignalsAreIgnored() {
+        var m = Machine { $0.address = "F0:0D:B1:7D:00:01"; $0.minimumRSSI = -60 }.scanning()
+        var other = birdSighting
+        other.uuids = ["0000180f-0000-1000-8000-00805f9b34fb"]
+        #expect(m.central.deviceSighted(other) == [])
+        var elsewhere = birdSighting
+        elsewhere.address = "AA:AA:AA:AA:AA:AA"
+        #expect(m.central.deviceSighted(elsewhere) == [])
+        var weak = birdSighting
+        weak.rssi = -80
+        #expect(m.central.deviceSighted(weak) == [])
+        var lower = birdSighting
+        lower.address = "f0:0d:b1:7d:00:01"
+        #expect(m.central.deviceSighted(lower).contains(.connect(device)))
+    }
+
+    @Test func sightingsBeforeScanningDoNotCount() {
+        var m = Machine()
+        #expect(m.central.deviceSighted(birdSighting) == [])
+    }
+
+    @Test func findDeadlineFails() {
+        var m = Machine().scanning()
+        #expect(m.central.timerFired(.scan) == [.stopScanning, .finish(.failed(.notFound))])
+    }
+
+    @Test func discoveryRefusedFails() {
+        var m = Machine().scanning()
+        let error = BlueZError(.failed, message: "boom")
+        #expect(m.central.scanFailed(error).last == .finish(.failed(.operationFailed("start discovery", error))))
+        var off = Machine().scanning()
+        #expect(off.central.scanFailed(BlueZError(.notReady)) == [])
+    }
+
+    // MARK: Connecting
+
+    @Test func transientFailuresRetryWithDoublingBackoffThenGiveUp() {
+        var m = Machine().connecting()
+        #expect(m.central.connectReplied(.failure(transient)) == [
+            .report(.retrying(robin, attempt: 2, transient)), .armTimer(.retry, .milliseconds(250)),
+        ])
+        #expect(m.central.timerFired(.retry) == [.connect(device)])
+        #expect(m.central.connectReplied(.failure(transient)).last == .armTimer(.retry, .milliseconds(500)))
+        _ = m.central.timerFired(.retry)
+        let inProgress = BlueZError(.inProgress)
+        #expect(m.central.connectReplied(.failure(inProgress)).last == .armTimer(.retry, .milliseconds(1000)))
+        _ = m.central.timerFired(.retry)
+        #expect(m.central.connectReplied(.failure(transient)).last == .finish(.failed(.connectFailed(transient))))
+    }
+
+    @Test func aHardConnectFailureFails() {
+        var m = Machine().connecting()
+        let error = BlueZError(.failed, message: "Software caused connection abort")
+        #expect(m.central.connectReplied(.failure(error)).last == .finish(.failed(.connectFailed(error))))
+    }
+
+    @Test func theConnectDeadlineCancelsThePendingConnection() {
+        var m = Machine().connecting()
+        let actions = m.central.timerFired(.connect)
+        #expect(actions.contains(.disconnect(device)))
+        #expect(actions.last == .finish(.failed(.connectTimeout)))
+    }
+
+    @Test func theDeadlineCoversServiceResolution() {
+        var m = Machine().resolving()
+        let actions = m.central.timerFired(.connect)
+        #expect(actions.contains(.disconnect(device)))
+        #expect(actions.contains(.report(.disconnected(robin))))
+        #expect(actions.last == .finish(.failed(.connectTimeout)))
+    }
+
+    @Test func connectedReportsAndWaitsForServices() {
+        var m = Machine().connecting()
+        #expect(m.central.connectReplied(.success(())) == [.report(.connected(robin))])
+    }
+
+    @Test func resolvedServicesAreRead() {
+        var m = Machine().resolving()
+        #expect(m.central.servicesResolved(device: device, characteristics: characteristics) == [
+            .cancelTimer(.connect), .read(.name, characteristics[.name]!), .read(.color, characteristics[.color]!),
+            .read(.alpha, characteristics[.alpha]!),
+        ])
+    }
+
+    @Test func servicesResolvedBeforeTheConnectReplyAlsoCounts() {
+        var m = Machine(fields: [.name]).connecting()
+        #expect(m.central.servicesResolved(device: device, characteristics: characteristics) == [
+            .cancelTimer(.connect), .report(.connected(robin)), .read(.name, characteristics[.name]!),
+        ])
+        #expect(m.central.connectReplied(.success(())) == [])
+    }
+
+    @Test func missingCharacteristicsFail() {
+        var m = Machine().resolving()
+        let actions = m.central.servicesResolved(device: device, characteristics: [.name: characteristics[.name]!])
+        #expect(actions.suffix(2) == [.disconnect(device), .finish(.failed(.serviceMissing([.color, .alpha])))])
+    }
+
+    @Test func losingTheLinkWhileResolvingFailsARead() {
+        var m = Machine().resolving()
+        let actions = m.central.deviceDisconnected(device)
+        #expect(actions.contains(.report(.disconnected(robin))))
+        #expect(actions.last == .finish(.failed(.connectionLost)))
+    }
+
+    @Test func theDeviceVanishingWhileConnectingFails() {
+        var m = Machine().connecting()
+        #expect(m.central.deviceDisconnected(device) == [])  // Connect's reply decides
+        #expect(m.central.deviceRemoved(device).last == .finish(.failed(.connectionLost)))
+    }
+
+    @Test func eventsForOtherDevicesAreIgnored() {
+        var m = Machine().resolving()
+        #expect(m.central.deviceDisconnected("/org/bluez/hci0/dev_OTHER") == [])
+        #expect(m.central.servicesResolved(device: "/org/bluez/hci0/dev_OTHER", characteristics: characteristics) == [])
+    }
+
+    // MARK: Reading
+
+    @Test func aReadDisconnectsAndSucceedsWhenEveryFieldDecodes() {
+        var m = Machine().reading()
+        #expect(m.central.readCompleted(.name, .success(Array("Robin".utf8))) == [
+            .report(.reading(robin, .name("Robin"), raw: Array("Robin".utf8), notified: false))
+        ])
+        _ = m.central.readCompleted(.color, .success(Array("#FF8800".utf8)))
+        let last = m.central.readCompleted(.alpha, .success(Array("80".utf8)))
+        #expect(last.suffix(2) == [.disconnect(device), .finish(.success)])
+    }
+
+    @Test func aBadValueIsReportedAndTheReadEndsWithBadValue() {
+        var m = Machine().reading()
+        _ = m.central.readCompleted(.name, .success(Array("Robin".utf8)))
+        let bad = m.central.readCompleted(.alpha, .success(Array("101".utf8)))
+        #expect(bad == [.report(.badValue(robin, BirdValueError(field: .alpha, raw: Array("101".utf8), reason: "101 is above 100")))])
+        let last = m.central.readCompleted(.color, .success(Array("#FF8800".utf8)))
+        #expect(last.last == .finish(.badValue))
+    }
+
+    @Test func aFailedReadFailsTheReadCommand() {
+        var m = Machine().reading()
+        let error = BlueZError(.notPermitted, message: "Read not permitted")
+        #expect(m.central.readCompleted(.name, .failure(error)) == [
+            .disconnect(device), .finish(.failed(.operationFailed("read name", error))),
+        ])
+    }
+
+    // MARK: Watching
+
+    @Test func watchSubscribesAfterReading() {
+        var m = Machine(.watch(reconnect: true), fields: [.alpha]).reading()
+        let actions = m.central.readCompleted(.alpha, .success(Array("80".utf8)))
+        #expect(actions.last == .startNotify(.alpha, characteristics[.alpha]!))
+    }
+
+    @Test func notificationsBecomeReadingsAndBadOnesDoNotStopTheStream() {
+        var m = Machine(.watch(reconnect: true)).streaming()
+        let alpha = characteristics[.alpha]!
+        #expect(m.central.valueChanged(alpha, Array("55".utf8)) == [
+            .report(.reading(robin, .alpha(percent: 55), raw: Array("55".utf8), notified: true))
+        ])
+        #expect(m.central.valueChanged(alpha, Array("8.5".utf8)).count == 1)
+        #expect(m.central.valueChanged(alpha, Array("56".utf8)).count == 1)
+        #expect(m.central.valueChanged("/org/bluez/hci0/other/char", Array("1".utf8)) == [])
+    }
+
+    @Test func valueChangesWhileReadingAreNotNotifications() {
+        var m = Machine(.watch(reconnect: true)).reading()
+        #expect(m.central.valueChanged(characteristics[.alpha]!, Array("55".utf8)) == [])
+    }
+
+    @Test func countStopsTheStreamCleanly() {
+        var m = Machine(.watch(reconnect: true), fields: [.alpha]) { $0.maximumReadings = 3 }.reading()
+        _ = m.central.readCompleted(.alpha, .success(Array("1".utf8)))
+        _ = m.central.notifyStarted(.alpha, .success(()))
+        _ = m.central.valueChanged(characteristics[.alpha]!, Array("2".utf8))
+        let actions = m.central.valueChanged(characteristics[.alpha]!, Array("3".utf8))
+        #expect(actions.suffix(3) == [.stopNotify(characteristics[.alpha]!), .disconnect(device), .finish(.success)])
+    }
+
+    @Test func aLostLinkGoesBackToScanningWithoutTheFindDeadline() {
+        var m = Machine(.watch(reconnect: true)).streaming()
+        let actions = m.central.deviceDisconnected(device)
+        #expect(actions.contains(.report(.disconnected(robin))))
+        #expect(actions.last == .startScanning)
+        #expect(!actions.contains(.armTimer(.scan, .seconds(10))))
+        #expect(m.central.deviceSighted(birdSighting).last == .connect(device))
+    }
+
+    @Test func withoutReconnectALostLinkFails() {
+        var m = Machine(.watch(reconnect: false)).streaming()
+        #expect(m.central.deviceRemoved(device).last == .finish(.failed(.connectionLost)))
+    }
+
+    @Test func bluetoothdRestartIsWaitedOutAndResumed() {
+        var m = Machine(.watch(reconnect: true)).streaming()
+        let gone = m.central.bluetoothUnavailable(BlueZError(.bluetoothdNotRunning))
+        #expect(gone.contains(.report(.disconnected(robin))))
+        #expect(gone.last == .report(.waiting("bluetoothd is not running; waiting for it to return")))
+        #expect(m.central.bluetoothReady(adapter: adapter) == [.startScanning])
+    }
+
+    @Test func adapterPowerCycleIsWaitedOut() {
+        var m = Machine(.watch(reconnect: true)).streaming()
+        let off = AdapterChoice(path: adapter.path, name: "hci0", powered: false)
+        #expect(m.central.adapterPowered(false, adapter: off).last == .report(.waiting("hci0 was powered off; waiting")))
+        #expect(m.central.adapterPowered(true, adapter: adapter) == [.startScanning])
+    }
+
+    @Test func aReadDoesNotWaitForBluetoothToReturn() {
+        var m = Machine().reading()
+        let error = BlueZError(.bluetoothdNotRunning)
+        #expect(m.central.bluetoothUnavailable(error).last == .finish(.failed(.bluetoothUnavailable(error))))
+    }
+
+    // MARK: Stopping
+
+    @Test func interruptingAStreamStopsNotifyAndDisconnects() {
+        var m = Machine(.watch(reconnect: true), fields: [.name, .alpha]).streaming()
+        let actions = m.central.stopRequested()
+        #expect(actions.contains(.stopNotify(characteristics[.name]!)))
+        #expect(actions.contains(.stopNotify(characteristics[.alpha]!)))
+        #expect(actions.suffix(2) == [.disconnect(device), .finish(.success)])
+        #expect(m.central.stopRequested() == [])
+    }
+
+    @Test func interruptingAConnectionCancelsItAndReportsInterrupted() {
+        var m = Machine().connecting()
+        #expect(m.central.stopRequested().suffix(2) == [.disconnect(device), .finish(.interrupted)])
+    }
+
+    @Test func interruptingAScanStopsDiscovery() {
+        var m = Machine().scanning()
+        #expect(m.central.stopRequested().suffix(2) == [.stopScanning, .finish(.interrupted)])
+    }
+
+    @Test func theDurationEndsTheStream() {
+        var m = Machine(.watch(reconnect: true)) { $0.duration = .seconds(1) }.streaming()
+        #expect(m.central.timerFired(.duration).last == .finish(.success))
+    }
+
+    @Test func staleTimersAreIgnored() {
+        var m = Machine().reading()
+        #expect(m.central.timerFired(.scan) == [])
+        #expect(m.central.timerFired(.connect) == [])
+        #expect(m.central.timerFired(.retry) == [])
+    }
+}
