@@ -29,6 +29,8 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
+        // Runs the built birdctl against the fake BlueZ.
+        .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BlueZTestSupport", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -55,12 +55,13 @@ public struct BirdCentral: Sendable {
 
     // MARK: Bluetooth availability
 
-    /// The BlueZ tree is loaded; `adapter` is the chosen one, nil if none.
-    public mutating func bluetoothReady(adapter: AdapterChoice?) -> [Action] {
+    /// The BlueZ tree is loaded; `adapter` is the chosen one, nil if none
+    /// (or none named `requested`).
+    public mutating func bluetoothReady(adapter: AdapterChoice?, requested: String? = nil) -> [Action] {
         guard state == .waitingForBluetooth else { return [] }
         guard let adapter else {
             if wasReady { return [.report(.waiting("no Bluetooth adapter; waiting for one"))] }
-            return finish(.failed(.noAdapter(nil)))
+            return finish(.failed(.noAdapter(requested)))
         }
         guard adapter.powered else {
             if wasReady || configuration.isWatch && hasConnected {
@@ -315,10 +316,9 @@ public struct BirdCentral: Sendable {
     }
 
     /// SIGINT/SIGTERM: undo what we did (StopNotify, Disconnect, StopDiscovery).
-    /// A stream that was running ends well; unfinished work is "interrupted".
+    /// Ctrl-C is how a watch normally ends; a read cut short is "interrupted".
     public mutating func stopRequested() -> [Action] {
-        let streaming = if case .streaming = state { true } else { false }
-        return stop(outcome: streaming ? .success : .interrupted)
+        stop(outcome: configuration.isWatch ? .success : .interrupted)
     }
 
     private mutating func stop(outcome: Outcome) -> [Action] {

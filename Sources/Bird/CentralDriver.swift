@@ -76,7 +76,7 @@ public final class CentralDriver: @unchecked Sendable {
         connection.loop.execute { [self] in
             guard outcome == nil else { return }
             if options.all {
-                finishFleet(machines.values.contains { $0.currentDevice != nil } || fleetReady ? .success : .interrupted)
+                finishFleet(.success)
             } else {
                 for id in Array(machines.keys) { apply(id) { $0.stopRequested() } }
             }
@@ -158,7 +158,9 @@ public final class CentralDriver: @unchecked Sendable {
         if options.all {
             readyFleet()
         }
-        for id in Array(machines.keys) { apply(id) { $0.bluetoothReady(adapter: adapter) } }
+        for id in Array(machines.keys) {
+            apply(id) { [adapter, options] in $0.bluetoothReady(adapter: adapter, requested: options.adapterName) }
+        }
     }
 
     private func sighted(_ sighting: Sighting) {

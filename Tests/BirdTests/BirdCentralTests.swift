@@ -342,6 +342,11 @@ struct BirdCentralTests {
         #expect(m.central.stopRequested().suffix(2) == [.stopScanning, .finish(.interrupted)])
     }
 
+    @Test func ctrlCIsHowAWatchEnds() {
+        var m = Machine(.watch(reconnect: true)).reading()
+        #expect(m.central.stopRequested().suffix(2) == [.disconnect(device), .finish(.success)])
+    }
+
     @Test func theDurationEndsTheStream() {
         var m = Machine(.watch(reconnect: true)) { $0.duration = .seconds(1) }.streaming()
         #expect(m.central.timerFired(.duration).last == .finish(.success))

@@ -1,0 +1,137 @@
+import BlueZTestSupport
+import DBus
+import Foundation
+import Testing
+
+let bird = "F0:0D:B1:7D:00:01"
+let alphaUUID = FakeBlueZ.alphaUUID
+
+func parseJSON(_ line: String) throws -> [String: Any] {
+    let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
+    return try #require(object as? [String: Any], "not a JSON object: \(line)")
+}
+
+extension FakeBlueZ {
+    func birdctl(_ arguments: String..., timeout: Duration = .seconds(30)) async throws -> BirdctlProcess.Finished {
+        try await BirdctlProcess.run(arguments, environment: environment, timeout: timeout)
+    }
+
+    func launch(_ arguments: String...) throws -> BirdctlProcess {
+        try BirdctlProcess(arguments, environment: environment)
+    }
+
+    func push(_ value: String, to uuid: String = alphaUUID, address: String = bird) async throws {
+        try await call("PushValue", .string(address), .string(uuid), .bytes(Array(value.utf8)))
+    }
+}
+
+extension BirdctlProcess {
+    /// Skips lines until one contains `text`.
+    func line(containing text: String, within timeout: Duration = .seconds(10)) async throws -> String {
+        while let line = try await nextLine(within: timeout) {
+            if line.contains(text) { return line }
+        }
+        throw TestSetupError("birdctl's output ended before a line with '\(text)'; stderr:\n\(stderr)")
+    }
+}
+
+@Suite("birdctl scan")
+struct ScanTests {
+    @Test func listsTheBirdAndIgnoresOthersAndCachedOnes() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(rssi: -48)
+        try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Away", cached: true, visible: false)
+        try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
+        let result = try await fake.birdctl("scan", "--timeout", "0.5")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.count == 1)
+        let line = try #require(result.stdout.first)
+        #expect(line.contains(bird))
+        #expect(line.contains("Robin"))
+        #expect(line.contains("-48 dBm"))
+    }
+
+    @Test func jsonParsesLineByLine() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(rssi: -48)
+        try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -70)
+        let result = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
+        #expect(result.status == 0)
+        let objects = try result.stdout.map(parseJSON)
+        let found = objects.filter { $0["event"] as? String == "found" }
+        #expect(Set(found.compactMap { $0["address"] as? String }) == [bird, "F0:0D:B1:7D:00:02"])
+        let done = try #require(objects.last)
+        #expect(done["event"] as? String == "done")
+        let birds = try #require(done["birds"] as? [[String: Any]])
+        // Strongest first.
+        #expect(birds.compactMap { $0["name"] as? String } == ["Robin", "Wren"])
+        #expect(birds.first?["rssi"] as? Int == -48)
+    }
+
+    @Test func nothingFoundExitsSix() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
+        let result = try await fake.birdctl("scan", "--timeout", "0.3")
+        #expect(result.status == 6)
+        #expect(result.stderr.contains("no Bird found"))
+    }
+}
+
+@Suite("birdctl read")
+struct ReadTests {
+    @Test func printsTheThreeDecodedValues() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let result = try await fake.birdctl("read")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == ["name   Robin", "color  #FF8800", "alpha  0.8"])
+        let calls = try await fake.calls()
+        #expect(calls.contains("Disconnect \(birdPath)"))
+    }
+
+    @Test func aSingleFieldPrintsBare() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(color: "ff8800")
+        #expect(try await fake.birdctl("read", "color").stdout == ["#FF8800"])
+        #expect(try await fake.birdctl("read", bird, "name").stdout == ["Robin"])
+        #expect(try await fake.birdctl("read", "alpha", "--timeout", "5").stdout == ["0.8"])
+    }
+
+    @Test func jsonObject() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let result = try await fake.birdctl("read", "--json")
+        #expect(result.status == 0)
+        let object = try parseJSON(try #require(result.stdout.first))
+        #expect(object["address"] as? String == bird)
+        #expect(object["name"] as? String == "Robin")
+        #expect(object["color"] as? String == "#FF8800")
+        #expect(object["alpha"] as? Double == 0.8)
+        #expect((object["raw"] as? [String: String])?["alpha"] == "3830")
+    }
+
+    @Test func aBadValueExitsEightAndShowsTheRawBytes() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(alpha: "101")
+        let result = try await fake.birdctl("read")
+        #expect(result.status == 8)
+        #expect(result.stdout == ["name   Robin", "color  #FF8800"])
+        #expect(result.stderr.contains("bad alpha value: 101 is above 100 (raw: 313031)"))
+
+        let json = try await fake.birdctl("read", "--json")
+        #expect(json.status == 8)
+        let object = try parseJSON(try #require(json.stdout.first))
+        #expect((object["errors"] as? [String: String])?["alpha"] == "101 is above 100")
+        #expect((object["raw"] as? [String: String])?["alpha"] == "313031")
+        #expect(object["alpha"] == nil)
+    }
+
+    @Test func theAddressSelectsTheBird() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren")
+        #expect(try await fake.birdctl("read", "f0:0d:b1:7d:00:02", "name").stdout == ["Wren"])
+    }
+}
+
+let birdPath = "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01"

@@ -1,0 +1,119 @@
+import BlueZTestSupport
+import DBus
+import Foundation
+import Testing
+
+@Suite("birdctl exit codes")
+struct ExitCodeTests {
+    @Test func usageErrorsExitTwo() async throws {
+        let fake = try FakeBlueZ()
+        for arguments in [["frobnicate"], ["read", "--bogus"], ["read", "beak"], ["watch", "--count", "0"],
+                          ["scan", "--timeout", "soon"], ["read", "--adapter", "wlan0"], ["watch", "--all", bird]] {
+            let result = try await BirdctlProcess.run(arguments, environment: fake.environment)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("usage:"), "\(arguments)")
+        }
+        #expect(try await fake.birdctl("--help").status == 0)
+        #expect(try await fake.birdctl("read", "--help").stdout.first?.hasPrefix("usage: birdctl read") == true)
+    }
+
+    @Test func noBluetoothdExitsThree() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.stop()
+        let result = try await fake.birdctl("read")
+        #expect(result.status == 3)
+        #expect(result.stderr.contains("bluetoothd is not running"))
+    }
+
+    @Test func noSystemBusExitsThree() async throws {
+        let result = try await BirdctlProcess.run(
+            ["scan"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        #expect(result.status == 3)
+        #expect(result.stderr.contains("cannot connect to the system bus"))
+    }
+
+    @Test func noAdapterExitsThree() async throws {
+        let fake = try FakeBlueZ(adapters: 0)
+        let result = try await fake.birdctl("watch")
+        #expect(result.status == 3)
+        #expect(result.stderr.contains("no Bluetooth adapter"))
+        let named = try await FakeBlueZ().birdctl("read", "--adapter", "hci3")
+        #expect(named.status == 3)
+        #expect(named.stderr.contains("no Bluetooth adapter named hci3"))
+    }
+
+    @Test func poweredOffExitsFourUnlessPoweredOn() async throws {
+        let fake = try FakeBlueZ(powered: false)
+        try await fake.addBird()
+        let off = try await fake.birdctl("read", "name")
+        #expect(off.status == 4)
+        #expect(off.stderr.contains("hci0 is powered off"))
+        let on = try await fake.birdctl("read", "name", "--power-on")
+        #expect(on.status == 0, "\(on.stderr)")
+        #expect(on.stdout == ["Robin"])
+    }
+
+    @Test func accessDeniedExitsFive() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.failNext("SetDiscoveryFilter", "org.freedesktop.DBus.Error.AccessDenied", "Rejected send message")
+        let result = try await fake.birdctl("read")
+        #expect(result.status == 5)
+        #expect(result.stderr.contains("permission denied"))
+    }
+
+    @Test func nothingFoundBeforeTheTimeoutExitsSix() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
+        let started = ContinuousClock.now
+        let result = try await fake.birdctl("read", "--timeout", "0.5")
+        #expect(result.status == 6)
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func aConnectDeadlineExitsSevenWithinTheDeadline() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.delayNext("Connect", seconds: -1)
+        let started = ContinuousClock.now
+        let result = try await fake.birdctl("read", "--connect-timeout", "1")
+        let elapsed = ContinuousClock.now - started
+        #expect(result.status == 7)
+        #expect(result.stderr.contains("could not connect before the connect deadline"))
+        #expect(elapsed < .seconds(4), "took \(elapsed)")
+        // The pending connection was cancelled.
+        #expect(try await fake.calls().contains("Disconnect \(birdPath)"))
+    }
+
+    @Test func aFailedConnectExitsSevenAfterBoundedRetries() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        for _ in 0..<1 { try await fake.failNext("Connect", "org.bluez.Error.Failed", "le-connection-abort-by-local") }
+        let retried = try await fake.birdctl("read", "name")
+        #expect(retried.status == 0, "\(retried.stderr)")
+        #expect(try await fake.calls().filter { $0.hasPrefix("Connect") }.count == 2)
+
+        try await fake.failNext("Connect", "org.bluez.Error.Failed", "Software caused connection abort")
+        let failed = try await fake.birdctl("read", "name")
+        #expect(failed.status == 7)
+        #expect(failed.stderr.contains("Software caused connection abort"))
+    }
+
+    @Test func aLinkLostWithoutReconnectExitsSeven() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "--no-reconnect")
+        _ = try await watch.line(containing: "alpha")
+        try await fake.call("DropLink", .string(bird))
+        #expect(try await watch.waitForExit() == 7)
+        #expect(watch.stderr.contains("connection was lost"))
+    }
+
+    @Test func interruptingAReadExits130() async throws {
+        let fake = try FakeBlueZ()
+        let read = try fake.launch("read", "--timeout", "0")
+        try await Task.sleep(for: .milliseconds(300))
+        read.signal(SIGINT)
+        #expect(try await read.waitForExit() == 130)
+    }
+}

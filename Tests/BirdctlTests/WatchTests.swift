@@ -1,0 +1,189 @@
+import BlueZTestSupport
+import DBus
+import Foundation
+import Glibc
+import Testing
+
+@Suite("birdctl watch")
+struct WatchTests {
+    @Test func streamsTenThousandPushesInOrder() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "alpha", "--json", "--count", "10001")
+        // The initial read, then the stream.
+        let first = try parseJSON(try await watch.line(containing: "\"reading\""))
+        #expect(first["source"] as? String == "read")
+        try await waitForNotifying(fake)
+        try await fake.call("Burst", .string(bird), .string(alphaUUID), .uint32(10_000), .uint32(101))
+        var received = 0
+        while received < 10_000 {
+            guard let line = try await watch.nextLine(within: .seconds(30)) else { break }
+            let object = try parseJSON(line)
+            guard object["event"] as? String == "reading" else { continue }
+            let expected = Double(received % 101) / 100
+            guard object["value"] as? Double == expected, object["source"] as? String == "notify" else {
+                Issue.record("reading \(received) was \(line)")
+                return
+            }
+            received += 1
+        }
+        #expect(received == 10_000)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func textLinesAreTaggedWithTheAddress() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "--count", "4")
+        for expected in ["name   Robin", "color  #FF8800", "alpha  0.8"] {
+            let line = try #require(try await watch.nextLine())
+            #expect(line.hasSuffix("\(bird)  \(expected)"), "\(line)")
+        }
+        try await waitForNotifying(fake)
+        try await fake.push("#00FF00", to: FakeBlueZ.colorUUID)
+        #expect(try await watch.nextLine()?.hasSuffix("color  #00FF00") == true)
+        #expect(try await watch.waitForExit() == 0)
+        #expect(watch.stderr.contains("connected to Robin (\(bird))"))
+    }
+
+    @Test func reconnectsAfterADroppedLink() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "alpha", "--json")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake)
+        try await fake.push("10")
+        #expect(try parseJSON(try await watch.line(containing: "\"reading\""))["value"] as? Double == 0.1)
+        try await fake.call("DropLink", .string(bird))
+        _ = try await watch.line(containing: "\"disconnected\"")
+        _ = try await watch.line(containing: "\"connected\"")
+        _ = try await watch.line(containing: "\"reading\"")  // the read after reconnecting
+        try await waitForNotifying(fake)
+        try await fake.push("20")
+        #expect(try parseJSON(try await watch.line(containing: "\"reading\""))["value"] as? Double == 0.2)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func waitsForBluetoothdAndResumes() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "alpha", "--json")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await fake.stop()
+        #expect(try await watch.line(containing: "\"waiting\"").contains("bluetoothd"))
+        try fake.start()
+        try await fake.addBird()
+        _ = try await watch.line(containing: "\"connected\"")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake)
+        try await fake.push("42")
+        #expect(try parseJSON(try await watch.line(containing: "\"reading\""))["value"] as? Double == 0.42)
+        watch.signal(SIGTERM)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func waitsForTheAdapterToBePoweredBackOn() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "alpha", "--json")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await fake.call("SetPowered", .string("hci0"), .bool(false))
+        _ = try await watch.line(containing: "\"waiting\"")
+        try await fake.call("SetPowered", .string("hci0"), .bool(true))
+        _ = try await watch.line(containing: "\"connected\"")
+        _ = try await watch.line(containing: "\"reading\"")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func ctrlCStopsNotifyAndDisconnects() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch")
+        _ = try await watch.line(containing: "alpha")
+        try await waitForNotifying(fake)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+        let calls = try await fake.calls()
+        let stops = calls.filter { $0.hasPrefix("StopNotify") }
+        #expect(stops.count == 3)
+        let disconnect = try #require(calls.lastIndex(of: "Disconnect \(birdPath)"))
+        #expect(calls.lastIndex { $0.hasPrefix("StopNotify") }! < disconnect)
+    }
+
+    @Test func aClosedStdoutEndsQuietly() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch")
+        _ = try await watch.nextLine()
+        watch.closeStdout()  // as `| head -1` does
+        try await waitForNotifying(fake)
+        try await fake.push("11")
+        try await fake.push("12")
+        #expect(try await watch.waitForExit() == 0)
+        #expect(!watch.stderr.contains("error"), "\(watch.stderr)")
+        // It still cleaned up after itself.
+        #expect(try await fake.calls().contains("Disconnect \(birdPath)"))
+    }
+
+    @Test func aBadValueIsReportedAndTheStreamGoesOn() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "alpha", "--json", "--count", "3")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake)
+        try await fake.push("8.5")
+        try await fake.push("55")
+        try await fake.push("56")
+        let bad = try parseJSON(try await watch.line(containing: "bad_value"))
+        #expect(bad["raw"] as? String == "382e35")
+        #expect(bad["field"] as? String == "alpha")
+        #expect(try parseJSON(try await watch.line(containing: "\"reading\""))["value"] as? Double == 0.55)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func allStreamsFromTwoBirdsAtOnce() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren", alpha: "30")
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--count", "4")
+        var addresses = Set<String>()
+        var values: [String: Double] = [:]
+        for _ in 0..<2 {
+            let reading = try parseJSON(try await watch.line(containing: "\"reading\""))
+            addresses.insert(reading["address"] as? String ?? "")
+        }
+        #expect(addresses == [bird, "F0:0D:B1:7D:00:02"])
+        try await waitForNotifying(fake, count: 2)
+        try await fake.push("11")
+        try await fake.push("22", address: "F0:0D:B1:7D:00:02")
+        for _ in 0..<2 {
+            let reading = try parseJSON(try await watch.line(containing: "\"reading\""))
+            values[reading["address"] as? String ?? ""] = reading["value"] as? Double
+        }
+        #expect(values == [bird: 0.11, "F0:0D:B1:7D:00:02": 0.22])
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func durationStopsTheStream() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let result = try await fake.birdctl("watch", "--duration", "1")
+        #expect(result.status == 0)
+        #expect(result.stdout.count == 3)
+    }
+}
+
+/// Waits until birdctl's StartNotify calls have reached the fake (pushes
+/// before that are not notifications, as in BlueZ).
+func waitForNotifying(_ fake: FakeBlueZ, count: Int = 1) async throws {
+    for _ in 0..<500 {
+        let calls = try await fake.calls()
+        let started = calls.filter { $0.hasPrefix("StartNotify") }.count
+        let stopped = calls.filter { $0.hasPrefix("StopNotify") }.count
+        if started - stopped >= count { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    throw TestSetupError("birdctl never subscribed")
+}
