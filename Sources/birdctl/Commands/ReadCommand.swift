@@ -37,7 +37,7 @@ enum ReadCommand {
                 case .badValue(let peripheral, let error):
                     results.errors[error.field] = error
                     results.peripheral = peripheral
-                    Diagnostics.error(formatter.badValue(peripheral, error))
+                    Diagnostics.error(formatter.badValueText(peripheral, error))
                 default:
                     if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
                 }

@@ -45,9 +45,9 @@ enum WatchCommand {
                     stdout.line(formatter.reading(peripheral, value, raw: raw, notified: notified))
                 case .badValue(let peripheral, let error):
                     if formatter.json {
-                        stdout.line(formatter.badValue(peripheral, error))
+                        stdout.line(formatter.badValueLine(peripheral, error))
                     } else {
-                        Diagnostics.error(formatter.badValue(peripheral, error))
+                        Diagnostics.error(formatter.badValueText(peripheral, error))
                     }
                 default:
                     if let line = formatter.eventLine(report) {

@@ -24,15 +24,18 @@ struct ReportFormatter {
         return "\(time)  \(peripheral.address)  \(bold(pad(value.field.rawValue, 5)))  \(styled(value))"
     }
 
-    func badValue(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
-        if json {
-            var object = event("bad_value", peripheral)
-            object.add("field", error.field.rawValue)
-            object.add("error", error.reason)
-            object.add("raw", error.rawHex)
-            return object.rendered
-        }
-        return "\(error) from \(peripheral.address)"
+    /// A `bad_value` JSON Lines event.
+    func badValueLine(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
+        var object = event("bad_value", peripheral)
+        object.add("field", error.field.rawValue)
+        object.add("error", error.reason)
+        object.add("raw", error.rawHex)
+        return object.rendered
+    }
+
+    /// The same for a person, on stderr.
+    func badValueText(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
+        "\(error) from \(peripheral.address)"
     }
 
     /// A value as JSON: alpha is a number, the rest strings.
