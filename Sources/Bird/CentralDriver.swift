@@ -42,7 +42,10 @@ public final class CentralDriver: @unchecked Sendable {
     private var outcome: BirdCentral.Outcome?
     private var cleanupInFlight = 0
     private var fleetReadings = 0
+    /// --all: discovery is on for the fleet; `everReady`: it was at least once.
     private var fleetReady = false
+    private var everReady = false
+    private var delivery: Once?
 
     private struct TimerKey: Hashable {
         var machine: Int
@@ -99,7 +102,7 @@ public final class CentralDriver: @unchecked Sendable {
             adapter = nil
             fleetReady = false
             for id in Array(machines.keys) { apply(id) { $0.bluetoothUnavailable(error) } }
-            if options.all, machines.isEmpty { failFleetIfNeverReady(.bluetoothUnavailable(error)) }
+            if options.all, !everReady { finishFleet(.failed(.bluetoothUnavailable(error))) }
         case .adapterAdded:
             if adapter == nil { chooseAdapter() }
         case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
@@ -271,7 +274,7 @@ public final class CentralDriver: @unchecked Sendable {
         body { [self] in
             connection.loop.execute { [self] in
                 cleanupInFlight -= 1
-                if cleanupInFlight == 0, let outcome { deliver(outcome) }
+                if cleanupInFlight == 0 { delivery?.run() }
             }
         }
     }
@@ -281,19 +284,14 @@ public final class CentralDriver: @unchecked Sendable {
         outcome = result
         for (_, timer) in timers { connection.loop.cancel(timer) }
         timers.removeAll()
+        let delivery = Once { [onFinish] in onFinish(result) }
+        self.delivery = delivery
         if cleanupInFlight == 0 {
-            deliver(result)
+            delivery.run()
         } else {
             // Never wait long for an unresponsive bluetoothd on the way out.
-            connection.loop.schedule(after: .seconds(2)) { [self] in deliver(result) }
+            connection.loop.schedule(after: .seconds(2)) { delivery.run() }
         }
-    }
-
-    private var delivered = false
-    private func deliver(_ result: BirdCentral.Outcome) {
-        guard !delivered else { return }
-        delivered = true
-        onFinish(result)
     }
 
     private func finishAll(_ failure: BirdCentral.Failure) {
@@ -302,22 +300,23 @@ public final class CentralDriver: @unchecked Sendable {
 
     // MARK: The fleet (watch --all)
 
+    /// The adapter is usable (again): keep discovery on to hear every Bird.
     private func readyFleet() {
-        guard let adapter, adapter.powered, !fleetReady else {
-            if options.all, adapter == nil || adapter?.powered == false { failFleetIfNeverReady(
-                adapter == nil ? .noAdapter(options.adapterName) : .adapterOff(adapter!.name)) }
+        guard let adapter, adapter.powered else {
+            if !everReady { finishFleet(.failed(adapter.map { .adapterOff($0.name) } ?? .noAdapter(options.adapterName))) }
             return
         }
-        let firstTime = !everReady
+        guard !fleetReady else { return }
         fleetReady = true
-        everReady = true
-        discovery.start(on: adapter.path) { [self] error in finishFleet(.failed(.operationFailed("start discovery", error))) }
-        if firstTime {
+        discovery.start(on: adapter.path) { [self] error in
+            finishFleet(.failed(.operationFailed("start discovery", error)))
+        }
+        if !everReady {
             if let timeout = configuration.scanTimeout { armFleetTimer(.scan, timeout) }
             if let duration = configuration.duration { armFleetTimer(.duration, duration) }
         }
+        everReady = true
     }
-    private var everReady = false
 
     private func armFleetTimer(_ timer: BirdCentral.Timer, _ delay: Duration) {
         let key = TimerKey(machine: Self.fleet, timer: timer)
@@ -329,10 +328,6 @@ public final class CentralDriver: @unchecked Sendable {
             default: break
             }
         }
-    }
-
-    private func failFleetIfNeverReady(_ failure: BirdCentral.Failure) {
-        if !everReady { finishFleet(.failed(failure)) }
     }
 
     private func countFleetReading() {

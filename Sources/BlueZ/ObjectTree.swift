@@ -87,10 +87,7 @@ public struct ObjectTree: Hashable, Sendable {
 
     /// Every device BlueZ knows on `adapter` (cached ones included).
     public func devices(on adapter: ObjectPath) -> [Device] {
-        objects.compactMap { path, interfaces in
-            guard path.isDescendant(of: adapter), let properties = interfaces[BlueZNames.device] else { return nil }
-            return Device(path: path, properties)
-        }.sorted { $0.path < $1.path }
+        views(under: adapter, BlueZNames.device, Device.init, path: \.path)
     }
 
     public func service(_ path: ObjectPath) -> GattService? {
@@ -103,19 +100,22 @@ public struct ObjectTree: Hashable, Sendable {
 
     /// The GATT services resolved on a device.
     public func services(of device: ObjectPath) -> [GattService] {
-        objects.compactMap { path, interfaces in
-            guard path.isDescendant(of: device), let properties = interfaces[BlueZNames.gattService] else { return nil }
-            return GattService(path: path, properties)
-        }.sorted { $0.path < $1.path }
+        views(under: device, BlueZNames.gattService, GattService.init, path: \.path)
     }
 
     /// The characteristics of a service (or of all services of a device).
     public func characteristics(under parent: ObjectPath) -> [GattCharacteristic] {
-        objects.compactMap { path, interfaces in
-            guard path.isDescendant(of: parent), let properties = interfaces[BlueZNames.gattCharacteristic] else {
-                return nil
-            }
-            return GattCharacteristic(path: path, properties)
-        }.sorted { $0.path < $1.path }
+        views(under: parent, BlueZNames.gattCharacteristic, GattCharacteristic.init, path: \.path)
+    }
+
+    /// Typed views of every object below `parent` with `interface`, by path.
+    private func views<View>(
+        under parent: ObjectPath, _ interface: String, _ make: (ObjectPath, Properties) -> View?,
+        path: KeyPath<View, ObjectPath>
+    ) -> [View] {
+        objects.compactMap { objectPath, interfaces in
+            guard objectPath.isDescendant(of: parent), let properties = interfaces[interface] else { return nil }
+            return make(objectPath, properties)
+        }.sorted { $0[keyPath: path] < $1[keyPath: path] }
     }
 }
