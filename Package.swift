@@ -30,7 +30,7 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
         // Runs the built birdctl against the fake BlueZ.
-        .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BlueZTestSupport", "DBus"]),
+        .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BlueZTestSupport", "BlueZ", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,6 +19,16 @@ extension Sighting {
         default:
             return nil
         }
+        self.init(device)
+    }
+
+    /// A device already in BlueZ's tree, heard recently (it has an RSSI).
+    public init?(heard device: Device) {
+        guard device.hasSignal else { return nil }
+        self.init(device)
+    }
+
+    private init(_ device: Device) {
         self.init(
             device: device.path, address: device.address, name: device.name ?? device.alias, rssi: device.rssi,
             uuids: device.uuids)

@@ -210,7 +210,9 @@ public final class CentralDriver: @unchecked Sendable {
         switch action {
         case .startScanning:
             guard let adapter, !options.all || !discovery.isOn else { return }
-            discovery.start(on: adapter.path) { [self] error in apply(id) { $0.scanFailed(error) } }
+            discovery.start(
+                on: adapter.path, onStarted: { [self] heard in heard.forEach(sighted) },
+                onFailure: { [self] error in apply(id) { $0.scanFailed(error) } })
         case .stopScanning:
             if !options.all { cleanup { done in discovery.stop(done: done) } }
         case .connect(let device):
@@ -308,9 +310,9 @@ public final class CentralDriver: @unchecked Sendable {
         }
         guard !fleetReady else { return }
         fleetReady = true
-        discovery.start(on: adapter.path) { [self] error in
-            finishFleet(.failed(.operationFailed("start discovery", error)))
-        }
+        discovery.start(
+            on: adapter.path, onStarted: { [self] heard in heard.forEach(sighted) },
+            onFailure: { [self] error in finishFleet(.failed(.operationFailed("start discovery", error))) })
         if !everReady {
             if let timeout = configuration.scanTimeout { armFleetTimer(.scan, timeout) }
             if let duration = configuration.duration { armFleetTimer(.duration, duration) }

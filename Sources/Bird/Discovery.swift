@@ -10,8 +10,14 @@ final class Discovery {
 
     init(client: BlueZClient) { self.client = client }
 
-    /// Starts discovery on `adapter`; `onFailure` runs on the loop if BlueZ refuses.
-    func start(on adapter: ObjectPath, onFailure: @escaping @Sendable (BlueZError) -> Void) {
+    /// Starts discovery on `adapter`. On the loop, `onStarted` gets the devices
+    /// BlueZ heard recently (see `Sighting(heard:)`), because BlueZ does not
+    /// announce a known device again while its RSSI is unchanged; `onFailure`
+    /// runs if BlueZ refuses.
+    func start(
+        on adapter: ObjectPath, onStarted: @escaping @Sendable ([Sighting]) -> Void,
+        onFailure: @escaping @Sendable (BlueZError) -> Void
+    ) {
         guard !requested || self.adapter != adapter else { return }
         self.adapter = adapter
         requested = true
@@ -22,7 +28,11 @@ final class Discovery {
             }
             client.perform(.startDiscovery(adapter: adapter)) { result in
                 // InProgress: this client's discovery is already running.
-                if case .failure(let error) = result, error.kind != .inProgress { onFailure(error) }
+                if case .failure(let error) = result, error.kind != .inProgress {
+                    onFailure(error)
+                    return
+                }
+                onStarted(client.tree.devices(on: adapter).compactMap(Sighting.init(heard:)))
             }
         }
     }

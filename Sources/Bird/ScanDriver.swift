@@ -90,10 +90,12 @@ public final class ScanDriver: @unchecked Sendable {
             return
         }
         scanning = true
-        discovery.start(on: choice.path) { [self] error in
-            finish(.failed(error.kind == .permissionDenied
-                ? .permissionDenied(error) : .operationFailed("start discovery", error)))
-        }
+        discovery.start(
+            on: choice.path, onStarted: { [self] heard in heard.forEach(sighted) },
+            onFailure: { [self] error in
+                finish(.failed(error.kind == .permissionDenied
+                    ? .permissionDenied(error) : .operationFailed("start discovery", error)))
+            })
         if let timeout {
             connection.loop.schedule(after: timeout) { [self] in finish(results.isEmpty ? .failed(.notFound) : .success) }
         }

@@ -35,8 +35,13 @@ public struct Device: Hashable, Sendable {
     public var addressType: String?
     public var name: String?
     public var alias: String?
-    /// Present only while BlueZ hears the device during discovery.
+    /// Signal strength in dBm; nil when BlueZ has none or the controller said
+    /// "not available" (HCI's 127, which emulated controllers always send).
     public var rssi: Int16?
+    /// BlueZ has an RSSI for the device: it heard it in the current (or the
+    /// just-ended) discovery. BlueZ drops the RSSI of every device when a
+    /// discovery is cleaned up, so cached devices out of range have none.
+    public var hasSignal: Bool
     public var txPower: Int16?
     /// Lower-case UUIDs, advertised or resolved.
     public var uuids: [String]
@@ -54,7 +59,8 @@ public struct Device: Hashable, Sendable {
         self.addressType = p["AddressType"]?.string
         self.name = p["Name"]?.string
         self.alias = p["Alias"]?.string
-        self.rssi = p["RSSI"]?.integer.flatMap { Int16(exactly: $0) }
+        self.hasSignal = p["RSSI"] != nil
+        self.rssi = p["RSSI"]?.integer.flatMap { Int16(exactly: $0) }.flatMap { $0 == 127 ? nil : $0 }
         self.txPower = p["TxPower"]?.integer.flatMap { Int16(exactly: $0) }
         self.uuids = (p["UUIDs"]?.stringArray ?? []).map { $0.lowercased() }
         self.connected = p["Connected"]?.bool ?? false

@@ -1,3 +1,4 @@
+import BlueZ
 import BlueZTestSupport
 import DBus
 import Foundation
@@ -124,6 +125,20 @@ struct ReadTests {
         #expect((object["errors"] as? [String: String])?["alpha"] == "101 is above 100")
         #expect((object["raw"] as? [String: String])?["alpha"] == "313031")
         #expect(object["alpha"] == nil)
+    }
+
+    @Test func findsABirdWhileAnotherClientIsDiscovering() async throws {
+        // BlueZ does not announce a device again for a second discovery
+        // client; birdctl takes the devices BlueZ heard recently (with an RSSI).
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let other = try ClientUnderTest(fake)
+        try await other.ready()
+        try await other.perform(.startDiscovery(adapter: "/org/bluez/hci0"))
+        try await other.next { if case .deviceAdded = $0 { true } else { false } }
+        let result = try await fake.birdctl("read", "name", "--timeout", "2")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == ["Robin"])
     }
 
     @Test func theAddressSelectsTheBird() async throws {
