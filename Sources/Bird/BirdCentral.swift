@@ -177,17 +177,23 @@ public struct BirdCentral: Sendable {
             hasConnected = true
         default: return []
         }
-        var actions: [Action] = [.cancelTimer(.connect)]
+        var actions: [Action] = []
         if case .connecting = state { actions.append(.report(.connected(peripheral))) }
         let missing = configuration.fields.filter { characteristics[$0] == nil }
         guard missing.isEmpty else {
-            state = .finished
-            return actions + [.disconnect(device), .finish(.failed(.serviceMissing(missing)))]
+            // BlueZ may announce ServicesResolved before the GATT objects: give
+            // them a moment (the driver calls again as they appear).
+            state = .resolving(peripheral)
+            return actions + [.cancelTimer(.connect), .armTimer(.services, Self.servicesGrace)]
         }
         let link = Link(peripheral: peripheral, characteristics: characteristics)
         state = .reading(link, pending: Set(configuration.fields))
-        return actions + configuration.fields.map { .read($0, characteristics[$0]!) }
+        return actions + [.cancelTimer(.connect), .cancelTimer(.services)]
+            + configuration.fields.map { .read($0, characteristics[$0]!) }
     }
+
+    /// How long after ServicesResolved the Bird characteristics may still be appearing.
+    static let servicesGrace: Duration = .seconds(2)
 
     /// Connected went false for a device.
     public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
@@ -308,6 +314,11 @@ public struct BirdCentral: Sendable {
             if configuration.reconnects && hasConnected { return actions + beginScanning() }
             state = .finished
             return actions + [.finish(.failed(.connectTimeout))]
+        case (.services, .resolving(let peripheral)):
+            var actions = stopTimers() + [.disconnect(peripheral.path), .report(.disconnected(peripheral))]
+            actions.append(.finish(.failed(.serviceMissing(configuration.fields))))
+            state = .finished
+            return actions
         case (.duration, _) where state != .finished:
             return stop(outcome: .success)
         default:
@@ -352,7 +363,7 @@ public struct BirdCentral: Sendable {
     }
 
     private func stopTimers(includingDuration: Bool = false) -> [Action] {
-        var timers: [Action] = [.cancelTimer(.scan), .cancelTimer(.connect), .cancelTimer(.retry)]
+        var timers: [Action] = [.cancelTimer(.scan), .cancelTimer(.connect), .cancelTimer(.retry), .cancelTimer(.services)]
         if includingDuration { timers.append(.cancelTimer(.duration)) }
         return timers
     }

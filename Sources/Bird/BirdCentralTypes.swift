@@ -52,6 +52,8 @@ extension BirdCentral {
 
     public enum Timer: Hashable, Sendable {
         case scan, connect, retry, duration
+        /// After ServicesResolved, waiting for the Bird characteristics to appear.
+        case services
     }
 
     /// What the driver must do, in order.

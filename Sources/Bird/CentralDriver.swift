@@ -130,6 +130,13 @@ public final class CentralDriver: @unchecked Sendable {
             if changed.contains("ServicesResolved"), device.servicesResolved {
                 resolved(device.path)
             }
+        case .characteristicAdded(let characteristic):
+            // Late GATT objects of a device already marked resolved.
+            if let device = client.tree.service(characteristic.service)?.device,
+                client.tree.device(device)?.servicesResolved == true
+            {
+                resolved(device)
+            }
         default:
             break
         }

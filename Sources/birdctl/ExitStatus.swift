@@ -57,6 +57,7 @@ extension BirdCentral.Failure {
         case .bluetoothUnavailable(let error):
             switch error.kind {
             case .busDisconnected: "cannot reach the system bus: \(error.message)"
+            case .timeout: "bluetoothd did not answer in time (\(error.message))"
             default: "bluetoothd is not running (no org.bluez on the system bus); start it with 'systemctl start bluetooth'"
             }
         case .noAdapter(let name):

@@ -186,23 +186,36 @@ struct BirdCentralTests {
     @Test func resolvedServicesAreRead() {
         var m = Machine().resolving()
         #expect(m.central.servicesResolved(device: device, characteristics: characteristics) == [
-            .cancelTimer(.connect), .read(.name, characteristics[.name]!), .read(.color, characteristics[.color]!),
-            .read(.alpha, characteristics[.alpha]!),
+            .cancelTimer(.connect), .cancelTimer(.services), .read(.name, characteristics[.name]!),
+            .read(.color, characteristics[.color]!), .read(.alpha, characteristics[.alpha]!),
         ])
     }
 
     @Test func servicesResolvedBeforeTheConnectReplyAlsoCounts() {
         var m = Machine(fields: [.name]).connecting()
         #expect(m.central.servicesResolved(device: device, characteristics: characteristics) == [
-            .cancelTimer(.connect), .report(.connected(robin)), .read(.name, characteristics[.name]!),
+            .report(.connected(robin)), .cancelTimer(.connect), .cancelTimer(.services),
+            .read(.name, characteristics[.name]!),
         ])
         #expect(m.central.connectReplied(.success(())) == [])
     }
 
-    @Test func missingCharacteristicsFail() {
+    @Test func characteristicsAppearingAfterServicesResolvedAreWaitedFor() {
         var m = Machine().resolving()
-        let actions = m.central.servicesResolved(device: device, characteristics: [.name: characteristics[.name]!])
-        #expect(actions.suffix(2) == [.disconnect(device), .finish(.failed(.serviceMissing([.color, .alpha])))])
+        let partial: [BirdField: ObjectPath] = [.name: characteristics[.name]!]
+        #expect(m.central.servicesResolved(device: device, characteristics: partial) == [
+            .cancelTimer(.connect), .armTimer(.services, .seconds(2)),
+        ])
+        #expect(m.central.servicesResolved(device: device, characteristics: characteristics).last
+            == .read(.alpha, characteristics[.alpha]!))
+    }
+
+    @Test func missingCharacteristicsFailAfterTheGrace() {
+        var m = Machine().resolving()
+        _ = m.central.servicesResolved(device: device, characteristics: [.name: characteristics[.name]!])
+        let actions = m.central.timerFired(.services)
+        #expect(actions.contains(.disconnect(device)))
+        #expect(actions.last == .finish(.failed(.serviceMissing([.name, .color, .alpha]))))
     }
 
     @Test func losingTheLinkWhileResolvingFailsARead() {
