@@ -41,6 +41,8 @@ public final class CentralDriver: @unchecked Sendable {
     private var poweringOn = false
     private var outcome: BirdCentral.Outcome?
     private var cleanupInFlight = 0
+    private var connectQueue: [(machine: Int, device: ObjectPath)] = []
+    private var connectInFlight = false
     private var fleetReadings = 0
     /// --all: discovery is on for the fleet; `everReady`: it was at least once.
     private var fleetReady = false
@@ -223,12 +225,10 @@ public final class CentralDriver: @unchecked Sendable {
         case .stopScanning:
             if !options.all { cleanup { done in discovery.stop(done: done) } }
         case .connect(let device):
-            client.perform(.connect(device: device, timeout: configuration.connectTimeout + .seconds(1))) { [self] result in
-                apply(id) { $0.connectReplied(result) }
-                // ServicesResolved may already be true (cached GATT): no change event will come.
-                if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
-            }
+            connectQueue.append((id, device))
+            connectNext()
         case .disconnect(let device):
+            connectQueue.removeAll { $0.device == device }
             cleanup { done in client.perform(.disconnect(device: device)) { _ in done() } }
         case .read(let field, let characteristic):
             client.perform(.readValue(characteristic: characteristic)) { [self] result in
@@ -257,6 +257,32 @@ public final class CentralDriver: @unchecked Sendable {
             }
         case .finish(let result):
             machineFinished(id, result)
+        }
+    }
+
+    /// One Connect at a time: an LE controller creates one connection at a
+    /// time, and bluetoothd 5.66 was seen to die on two concurrent ones
+    /// (`watch --all` in the VM tier). Later ones wait, inside their deadline.
+    private func connectNext() {
+        guard !connectInFlight, !connectQueue.isEmpty else { return }
+        let (id, device) = connectQueue.removeFirst()
+        guard machines[id] != nil else { return connectNext() }
+        connectInFlight = true
+        let connect: @Sendable () -> Void = { [self] in
+            client.perform(.connect(device: device, timeout: configuration.connectTimeout + .seconds(1))) {
+                [self] result in
+                connectInFlight = false
+                apply(id) { $0.connectReplied(result) }
+                // ServicesResolved may already be true (cached GATT): no change event will come.
+                if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
+                if options.all, fleetReady { startFleetDiscovery() }
+                connectNext()
+            }
+        }
+        // The fleet scans all the time; many controllers cannot connect while
+        // scanning, so it pauses for each connection.
+        if options.all, discovery.isOn { discovery.stop(done: { [self] in connection.loop.execute(connect) }) } else {
+            connect()
         }
     }
 
@@ -317,14 +343,19 @@ public final class CentralDriver: @unchecked Sendable {
         }
         guard !fleetReady else { return }
         fleetReady = true
-        discovery.start(
-            on: adapter.path, onStarted: { [self] heard in heard.forEach(sighted) },
-            onFailure: { [self] error in finishFleet(.failed(.operationFailed("start discovery", error))) })
+        startFleetDiscovery()
         if !everReady {
             if let timeout = configuration.scanTimeout { armFleetTimer(.scan, timeout) }
             if let duration = configuration.duration { armFleetTimer(.duration, duration) }
         }
         everReady = true
+    }
+
+    private func startFleetDiscovery() {
+        guard let adapter, !connectInFlight else { return }
+        discovery.start(
+            on: adapter.path, onStarted: { [self] heard in heard.forEach(sighted) },
+            onFailure: { [self] error in finishFleet(.failed(.operationFailed("start discovery", error))) })
     }
 
     private func armFleetTimer(_ timer: BirdCentral.Timer, _ delay: Duration) {

@@ -2,13 +2,19 @@ import BlueZ
 import DBus
 
 /// Turns BlueZ discovery on (Bird Service filter, LE) and off for one adapter,
-/// remembering whether this client started it. Loop-confined.
-final class Discovery {
+/// remembering whether this client started it. Starts and stops run one after
+/// the other: BlueZ refuses a StopDiscovery while its StartDiscovery is still
+/// pending (InProgress). Loop-confined.
+final class Discovery: @unchecked Sendable {
     private let client: BlueZClient
     private(set) var adapter: ObjectPath?
     private var requested = false
+    private var busy = false
+    private var queue: [(@escaping @Sendable () -> Void) -> Void] = []
 
     init(client: BlueZClient) { self.client = client }
+
+    var isOn: Bool { requested }
 
     /// Starts discovery on `adapter`. On the loop, `onStarted` gets the devices
     /// BlueZ heard recently (see `Sighting(heard:)`), because BlueZ does not
@@ -21,18 +27,22 @@ final class Discovery {
         guard !requested || self.adapter != adapter else { return }
         self.adapter = adapter
         requested = true
-        client.perform(.setDiscoveryFilter(adapter: adapter, uuids: [BirdService.uuid])) { [client] result in
-            if case .failure(let error) = result {
-                onFailure(error)
-                return
-            }
-            client.perform(.startDiscovery(adapter: adapter)) { result in
-                // InProgress: this client's discovery is already running.
-                if case .failure(let error) = result, error.kind != .inProgress {
+        enqueue { [client] finished in
+            client.perform(.setDiscoveryFilter(adapter: adapter, uuids: [BirdService.uuid])) { result in
+                if case .failure(let error) = result {
+                    finished()
                     onFailure(error)
                     return
                 }
-                onStarted(client.tree.devices(on: adapter).compactMap(Sighting.init(heard:)))
+                client.perform(.startDiscovery(adapter: adapter)) { result in
+                    finished()
+                    // InProgress: this client's discovery is already running.
+                    if case .failure(let error) = result, error.kind != .inProgress {
+                        onFailure(error)
+                        return
+                    }
+                    onStarted(client.tree.devices(on: adapter).compactMap(Sighting.init(heard:)))
+                }
             }
         }
     }
@@ -44,7 +54,12 @@ final class Discovery {
             return
         }
         requested = false
-        client.perform(.stopDiscovery(adapter: adapter)) { _ in done() }
+        enqueue { [client] finished in
+            client.perform(.stopDiscovery(adapter: adapter)) { _ in
+                finished()
+                done()
+            }
+        }
     }
 
     /// bluetoothd or the adapter went away, and its discovery with it.
@@ -53,5 +68,18 @@ final class Discovery {
         adapter = nil
     }
 
-    var isOn: Bool { requested }
+    private func enqueue(_ operation: @escaping (@escaping @Sendable () -> Void) -> Void) {
+        queue.append(operation)
+        runNext()
+    }
+
+    private func runNext() {
+        guard !busy, !queue.isEmpty else { return }
+        busy = true
+        let operation = queue.removeFirst()
+        operation { [self] in
+            busy = false
+            runNext()
+        }
+    }
 }
