@@ -6,11 +6,20 @@ SWIFT ?= swift
 # Debian's python3 with dbus-python, GLib and python-dbusmock for the fake BlueZ.
 DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python3-gi python3-dbusmock
 
-.PHONY: deps build test clean
+# The real-BlueZ tier: Debian's kernel under qemu, bluetoothd, btvirt.
+VM_PACKAGES := qemu-system-x86 linux-image-amd64 bluez bluez-test-tools busybox-static cpio
+
+.PHONY: deps deps-vm build demo test test-vm clean
 
 deps:
+	@$(MAKE) --no-print-directory install PACKAGES="$(DEB_PACKAGES)"
+
+deps-vm:
+	@$(MAKE) --no-print-directory install PACKAGES="$(DEB_PACKAGES) $(VM_PACKAGES)"
+
+install:
 	@missing=""; \
-	for p in $(DEB_PACKAGES); do \
+	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -24,6 +33,15 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Boots a VM with real bluetoothd and emulated controllers and shows birdctl
+# scan and watch of a simulated bird (about a minute after the install).
+demo: deps-vm build
+	fixtures/vm/run-vm.sh demo
+
+# The real-BlueZ scenarios in the VM (see README: two do not pass yet).
+test-vm: deps-vm build
+	fixtures/vm/run-vm.sh test
 
 clean:
 	rm -rf .build

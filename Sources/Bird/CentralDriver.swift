@@ -275,15 +275,10 @@ public final class CentralDriver: @unchecked Sendable {
                 apply(id) { $0.connectReplied(result) }
                 // ServicesResolved may already be true (cached GATT): no change event will come.
                 if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
-                if options.all, fleetReady { startFleetDiscovery() }
                 connectNext()
             }
         }
-        // The fleet scans all the time; many controllers cannot connect while
-        // scanning, so it pauses for each connection.
-        if options.all, discovery.isOn { discovery.stop(done: { [self] in connection.loop.execute(connect) }) } else {
-            connect()
-        }
+        connect()
     }
 
     private func cancelTimer(_ key: TimerKey) {
