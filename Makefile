@@ -39,7 +39,7 @@ test: deps
 demo: deps-vm build
 	fixtures/vm/run-vm.sh demo
 
-# The real-BlueZ scenarios in the VM (see README: two do not pass yet).
+# The real-BlueZ scenarios in the VM (see README: one does not pass yet).
 test-vm: deps-vm build
 	fixtures/vm/run-vm.sh test
 
