@@ -16,6 +16,7 @@ public struct BirdCentral: Sendable {
         /// Connected; waiting for ServicesResolved.
         case resolving(Peripheral)
         case reading(Link, pending: Set<BirdField>)
+        case writing(Link)
         case subscribing(Link, pending: Set<BirdField>)
         case streaming(Link)
         case finished
@@ -48,7 +49,8 @@ public struct BirdCentral: Sendable {
     public var currentDevice: ObjectPath? {
         switch state {
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): p.path
-        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): link.peripheral.path
+        case .reading(let link, _), .writing(let link), .subscribing(let link, _), .streaming(let link):
+            link.peripheral.path
         case .waitingForBluetooth, .scanning, .finished: nil
         }
     }
@@ -187,9 +189,26 @@ public struct BirdCentral: Sendable {
             return actions + [.cancelTimer(.connect), .armTimer(.services, Self.servicesGrace)]
         }
         let link = Link(peripheral: peripheral, characteristics: characteristics)
+        actions += [.cancelTimer(.connect), .cancelTimer(.services)]
+        if case .write(let value) = configuration.mode {
+            state = .writing(link)
+            return actions + [.write(value.field, characteristics[value.field]!, BirdCodec.encode(value))]
+        }
         state = .reading(link, pending: Set(configuration.fields))
-        return actions + [.cancelTimer(.connect), .cancelTimer(.services)]
-            + configuration.fields.map { .read($0, characteristics[$0]!) }
+        return actions + configuration.fields.map { .read($0, characteristics[$0]!) }
+    }
+
+    /// The write (with response) of `set` completed.
+    public mutating func writeCompleted(_ result: Result<Void, BlueZError>) -> [Action] {
+        guard case .writing(let link) = state, case .write(let value) = configuration.mode else { return [] }
+        state = .finished
+        switch result {
+        case .success:
+            return [.disconnect(link.peripheral.path), .finish(.success)]
+        case .failure(let error):
+            return [.disconnect(link.peripheral.path),
+                    .finish(.failed(.operationFailed("write \(value.field)", error)))]
+        }
     }
 
     /// How long after ServicesResolved the Bird characteristics may still be appearing.
@@ -339,7 +358,7 @@ public struct BirdCentral: Sendable {
         case .waitingForBluetooth: break
         case .scanning: actions.append(.stopScanning)
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): actions.append(.disconnect(p.path))
-        case .reading(let link, _): actions += cleanUp(link, subscribed: false)
+        case .reading(let link, _), .writing(let link): actions += cleanUp(link, subscribed: false)
         case .subscribing(let link, _), .streaming(let link): actions += cleanUp(link, subscribed: true)
         }
         state = .finished
@@ -376,7 +395,7 @@ public struct BirdCentral: Sendable {
     private var currentPeripheral: Peripheral? {
         switch state {
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): p
-        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): link.peripheral
+        case .reading(let link, _), .writing(let link), .subscribing(let link, _), .streaming(let link): link.peripheral
         default: nil
         }
     }
@@ -385,7 +404,7 @@ public struct BirdCentral: Sendable {
     private var currentPeripheralIfConnected: Peripheral? {
         switch state {
         case .resolving(let p): p
-        case .reading(let link, _), .subscribing(let link, _), .streaming(let link): link.peripheral
+        case .reading(let link, _), .writing(let link), .subscribing(let link, _), .streaming(let link): link.peripheral
         default: nil
         }
     }

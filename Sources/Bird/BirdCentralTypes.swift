@@ -8,6 +8,8 @@ extension BirdCentral {
             case read
             /// Read, subscribe, stream; after a lost link go back to scanning if `reconnect`.
             case watch(reconnect: Bool)
+            /// Connect, write one value (with response), disconnect.
+            case write(BirdValue)
         }
 
         public var mode: Mode
@@ -64,6 +66,7 @@ extension BirdCentral {
         /// Disconnect, or cancel a connection still being made.
         case disconnect(ObjectPath)
         case read(BirdField, ObjectPath)
+        case write(BirdField, ObjectPath, [UInt8])
         case startNotify(BirdField, ObjectPath)
         case stopNotify(ObjectPath)
         case armTimer(Timer, Duration)

@@ -234,6 +234,10 @@ public final class CentralDriver: @unchecked Sendable {
             client.perform(.readValue(characteristic: characteristic)) { [self] result in
                 apply(id) { $0.readCompleted(field, result) }
             }
+        case .write(_, let characteristic, let bytes):
+            client.perform(.writeValue(characteristic: characteristic, bytes, type: .request)) { [self] result in
+                apply(id) { $0.writeCompleted(result) }
+            }
         case .startNotify(let field, let characteristic):
             client.perform(.startNotify(characteristic: characteristic)) { [self] result in
                 apply(id) { $0.notifyStarted(field, result.map { _ in }) }

@@ -8,6 +8,7 @@ enum BlueZNames {
     static let gattCharacteristic = "org.bluez.GattCharacteristic1"
     static let gattManager = "org.bluez.GattManager1"
     static let advertisingManager = "org.bluez.LEAdvertisingManager1"
+    static let advertisement = "org.bluez.LEAdvertisement1"
     static let errorPrefix = "org.bluez.Error."
 
     static let properties = "org.freedesktop.DBus.Properties"

@@ -82,6 +82,27 @@ extension BlueZRequest where Output == Void {
         ])
     }
 
+    /// Publishes a GATT application (an ObjectManager at `application` on our
+    /// connection); BlueZ reads it back with GetManagedObjects before it replies.
+    public static func registerApplication(adapter: ObjectPath, application: ObjectPath) -> Self {
+        Self(adapter, BlueZNames.gattManager, "RegisterApplication", [.objectPath(application), .propertyMap([:])])
+    }
+
+    public static func unregisterApplication(adapter: ObjectPath, application: ObjectPath) -> Self {
+        Self(adapter, BlueZNames.gattManager, "UnregisterApplication", [.objectPath(application)])
+    }
+
+    /// Starts advertising an LEAdvertisement1 object of ours.
+    public static func registerAdvertisement(adapter: ObjectPath, advertisement: ObjectPath) -> Self {
+        Self(adapter, BlueZNames.advertisingManager, "RegisterAdvertisement", [
+            .objectPath(advertisement), .propertyMap([:]),
+        ])
+    }
+
+    public static func unregisterAdvertisement(adapter: ObjectPath, advertisement: ObjectPath) -> Self {
+        Self(adapter, BlueZNames.advertisingManager, "UnregisterAdvertisement", [.objectPath(advertisement)])
+    }
+
     public static func startNotify(characteristic: ObjectPath) -> Self {
         Self(characteristic, BlueZNames.gattCharacteristic, "StartNotify")
     }

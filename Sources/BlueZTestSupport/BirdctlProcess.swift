@@ -28,7 +28,11 @@ public final class BirdctlProcess: @unchecked Sendable {
     private let exited: AsyncStream<Int32>
     private let exitedContinuation: AsyncStream<Int32>.Continuation
 
-    public init(_ arguments: [String], environment: [String: String]) throws {
+    private let stdinPipe: Pipe?
+
+    /// `withStdin`: keep a pipe to birdctl's stdin for `send` (else /dev/null).
+    public init(_ arguments: [String], environment: [String: String], withStdin: Bool = false) throws {
+        stdinPipe = withStdin ? Pipe() : nil
         (lines, linesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         iterator = lines.makeAsyncIterator()
         (exited, exitedContinuation) = AsyncStream.makeStream()
@@ -40,7 +44,7 @@ public final class BirdctlProcess: @unchecked Sendable {
         process.environment = merged
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = stdinPipe ?? FileHandle.nullDevice
         stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             self?.received(handle.availableData)
         }
@@ -113,6 +117,11 @@ public final class BirdctlProcess: @unchecked Sendable {
         return nil
     }
     private var timedOut = false
+
+    /// Writes a line to birdctl's stdin.
+    public func send(_ line: String) {
+        stdinPipe?.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
 
     /// Sends a signal (SIGINT for Ctrl-C).
     public func signal(_ signal: Int32) {

@@ -17,6 +17,8 @@ let topUsage = """
       scan    list Bird peripherals in range
       read    read a Bird's name, color and alpha once
       watch   stream a Bird's readings (or every Bird's, with --all)
+      set     write a value to a Bird
+      serve   be a Bird peripheral (through BlueZ)
 
     Run 'birdctl <command> --help' for a command's options. Exit codes:
     0 ok, 2 usage, 3 Bluetooth unavailable, 4 adapter off, 5 permission denied,
@@ -42,6 +44,15 @@ func main(_ arguments: [String]) -> ExitStatus {
         "read": (
             ReadCommand.usage, Arguments.Spec(valued: common.union(["--connect-timeout"]), flags: commonFlags),
             ReadCommand.run
+        ),
+        "serve": (
+            ServeCommand.usage,
+            Arguments.Spec(valued: ["--adapter", "--name", "--color", "--alpha"], flags: commonFlags.union(["--animate"])),
+            ServeCommand.run
+        ),
+        "set": (
+            SetCommand.usage, Arguments.Spec(valued: common.union(["--connect-timeout"]), flags: commonFlags),
+            SetCommand.run
         ),
         "watch": (
             WatchCommand.usage,

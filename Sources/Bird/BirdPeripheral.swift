@@ -1,0 +1,146 @@
+import BlueZ
+import DBus
+
+/// `birdctl serve`: a Bird peripheral published through BlueZ on one adapter.
+/// Values are validated with the same codec as the central's; writes from
+/// centrals that do not decode are refused and change nothing.
+/// Loop-confined; `start`, `set` and `stop` may be called from anywhere.
+public final class BirdPeripheral: @unchecked Sendable {
+    public typealias EventHandler = @Sendable (Event) -> Void
+    public typealias FinishHandler = @Sendable (BirdCentral.Outcome) -> Void
+
+    public enum Event: Sendable {
+        /// Registered and advertising on this adapter.
+        case advertising(adapter: String)
+        /// A value changed (from us or written by a central); `notified` if a central is subscribed.
+        case valueChanged(BirdValue, byCentral: Bool)
+        case refusedWrite(BirdValueError)
+        case subscription(BirdField, subscribed: Bool)
+    }
+
+    private let connection: Connection
+    private let options: CentralDriver.Options
+    private let onEvent: EventHandler
+    private let onFinish: FinishHandler
+    private var client: BlueZClient!
+    private var application: GattApplication!
+    private var adapter: AdapterChoice?
+    private var registered = false
+    private var finished = false
+    private var subscribed: Set<BirdField> = []
+
+    public init(
+        connection: Connection, name: BirdValue, color: BirdValue, alpha: BirdValue,
+        options: CentralDriver.Options, onEvent: @escaping EventHandler, onFinish: @escaping FinishHandler
+    ) {
+        self.connection = connection
+        self.options = options
+        self.onEvent = onEvent
+        self.onFinish = onFinish
+        let initial = [name, color, alpha]
+        application = GattApplication(
+            connection: connection, serviceUUID: BirdService.uuid, localName: name.text,
+            characteristics: initial.map { .init(uuid: $0.field.uuid, value: BirdCodec.encode($0)) },
+            onWrite: { [onEvent] uuid, bytes throws(BlueZError) in
+                guard let field = BirdField(uuid: uuid) else { throw BlueZError(.notSupported) }
+                switch BirdCodec.decode(field, bytes) {
+                case .success(let value):
+                    onEvent(.valueChanged(value, byCentral: true))
+                case .failure(let error):
+                    onEvent(.refusedWrite(error))
+                    throw BlueZError(.failed, name: "org.bluez.Error.Failed", message: error.description)
+                }
+            },
+            onSubscription: { [self] uuid, on in
+                guard let field = BirdField(uuid: uuid) else { return }
+                if on { subscribed.insert(field) } else { subscribed.remove(field) }
+                onEvent(.subscription(field, subscribed: on))
+            })
+    }
+
+    public func start() {
+        connection.loop.execute { [self] in
+            application.export()
+            client = BlueZClient(connection: connection) { [self] event in handle(event) }
+            client.start()
+        }
+    }
+
+    /// Changes a value; subscribed centrals are notified.
+    public func set(_ value: BirdValue) {
+        connection.loop.execute { [self] in
+            application.update(value.field.uuid, BirdCodec.encode(value))
+            onEvent(.valueChanged(value, byCentral: false))
+        }
+    }
+
+    /// SIGINT/SIGTERM: unregister the advertisement and the application.
+    public func stop() {
+        connection.loop.execute { [self] in
+            guard !finished else { return }
+            guard registered, let adapter else { return finish(.success) }
+            registered = false
+            let requests = BlueZRequest.unregister(application, adapter: adapter.path)
+            let done = Once { [self] in finish(.success) }
+            perform(requests) { _ in done.run() }
+            connection.loop.schedule(after: .seconds(2)) { done.run() }
+        }
+    }
+
+    private func handle(_ event: BlueZEvent) {
+        guard !finished else { return }
+        switch event {
+        case .ready:
+            guard !registered else { return }
+            register()
+        case .unavailable(let error):
+            if registered {
+                // bluetoothd restarted: register again when it is back.
+                registered = false
+            } else if adapter == nil {
+                finish(.failed(error.kind == .permissionDenied ? .permissionDenied(error) : .bluetoothUnavailable(error)))
+            }
+        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
+            if changed.powered, !registered { register() }
+        default:
+            break
+        }
+    }
+
+    private func register() {
+        guard let choice = AdapterChoice.choose(from: client.tree.adapterChoices, named: options.adapterName) else {
+            return finish(.failed(.noAdapter(options.adapterName)))
+        }
+        adapter = choice
+        guard choice.powered else {
+            guard options.powerOn else { return finish(.failed(.adapterOff(choice.name))) }
+            client.perform(.setPowered(adapter: choice.path, true)) { [self] result in
+                if case .failure(let error) = result { finish(.failed(.operationFailed("power on \(choice.name)", error))) }
+            }
+            return
+        }
+        perform(BlueZRequest.register(application, adapter: choice.path)) { [self] error in
+            if let error {
+                let what = error.kind == .failed || error.kind == .notSupported ? "advertise on \(choice.name)" : "register the Bird service"
+                return finish(.failed(error.kind == .permissionDenied ? .permissionDenied(error) : .operationFailed(what, error)))
+            }
+            registered = true
+            onEvent(.advertising(adapter: choice.name))
+        }
+    }
+
+    /// Performs requests one after the other; `done` gets the first error.
+    private func perform(_ requests: [BlueZRequest<Void>], done: @escaping @Sendable (BlueZError?) -> Void) {
+        guard let first = requests.first else { return done(nil) }
+        client.perform(first) { [self] result in
+            if case .failure(let error) = result { return done(error) }
+            perform(Array(requests.dropFirst()), done: done)
+        }
+    }
+
+    private func finish(_ outcome: BirdCentral.Outcome) {
+        guard !finished else { return }
+        finished = true
+        onFinish(outcome)
+    }
+}

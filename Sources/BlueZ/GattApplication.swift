@@ -1,0 +1,149 @@
+import DBus
+
+/// A GATT service of ours, published through GattManager1: an ObjectManager
+/// at `root` with one GattService1 and its GattCharacteristic1 objects, and an
+/// LEAdvertisement1 announcing it. BlueZ calls back into these objects for
+/// reads, writes and subscriptions; handlers run on the connection's loop.
+public final class GattApplication: @unchecked Sendable {
+    public struct Characteristic: Sendable {
+        public var uuid: String
+        public var value: [UInt8]
+        public init(uuid: String, value: [UInt8]) {
+            self.uuid = uuid
+            self.value = value
+        }
+    }
+
+    /// Validates a write from a central; throw to refuse it (the value stays).
+    public typealias WriteHandler = @Sendable (_ uuid: String, _ value: [UInt8]) throws(BlueZError) -> Void
+    public typealias SubscriptionHandler = @Sendable (_ uuid: String, _ subscribed: Bool) -> Void
+
+    public let connection: Connection
+    public let root: ObjectPath
+    public let advertisementPath: ObjectPath
+    private let serviceUUID: String
+    private let localName: String
+    private let onWrite: WriteHandler
+    private let onSubscription: SubscriptionHandler
+
+    // Loop-confined.
+    private var values: [String: [UInt8]] = [:]
+    private var notifying: Set<String> = []
+    private var paths: [String: ObjectPath] = [:]
+
+    public init(
+        connection: Connection, root: ObjectPath = "/org/birdctl/peripheral", serviceUUID: String,
+        localName: String, characteristics: [Characteristic], onWrite: @escaping WriteHandler,
+        onSubscription: @escaping SubscriptionHandler = { _, _ in }
+    ) {
+        self.connection = connection
+        self.root = root
+        self.advertisementPath = ObjectPath(root.rawValue + "/advertisement0")
+        self.serviceUUID = serviceUUID.lowercased()
+        self.localName = localName
+        self.onWrite = onWrite
+        self.onSubscription = onSubscription
+        for (index, characteristic) in characteristics.enumerated() {
+            values[characteristic.uuid] = characteristic.value
+            paths[characteristic.uuid] = ObjectPath(root.rawValue + "/service0/char\(index)")
+        }
+    }
+
+    private var servicePath: ObjectPath { ObjectPath(root.rawValue + "/service0") }
+
+    /// Exports the objects (before registering them with BlueZ).
+    public func export() {
+        connection.addObjectManager(at: root)
+        connection.export(servicePath, [
+            ExportedInterface(BlueZNames.gattService, properties: [
+                "UUID": .string(serviceUUID), "Primary": .bool(true),
+            ])
+        ])
+        for (uuid, path) in paths.sorted(by: { $0.value < $1.value }) {
+            connection.export(path, [characteristicInterface(uuid)])
+        }
+        connection.export(advertisementPath, [
+            ExportedInterface(BlueZNames.advertisement, properties: [
+                "Type": .string("peripheral"), "ServiceUUIDs": .strings([serviceUUID]),
+                "LocalName": .string(localName), "Includes": .strings(["tx-power"]),
+            ], methods: ["Release": { _ in [] }])
+        ])
+    }
+
+    private func characteristicInterface(_ uuid: String) -> ExportedInterface {
+        let read: ExportedInterface.Method = { [self] call throws(DBusError) in try readValue(uuid, call) }
+        let write: ExportedInterface.Method = { [self] call throws(DBusError) in try writeValue(uuid, call) }
+        let start: ExportedInterface.Method = { [self] _ in
+            setNotifying(uuid, true)
+            return []
+        }
+        let stop: ExportedInterface.Method = { [self] _ in
+            setNotifying(uuid, false)
+            return []
+        }
+        return ExportedInterface(
+            BlueZNames.gattCharacteristic,
+            properties: [
+                "UUID": .string(uuid), "Service": .objectPath(servicePath),
+                "Flags": .strings(["read", "write", "notify"]), "Value": .bytes(values[uuid] ?? []),
+                "Notifying": .bool(false),
+            ],
+            methods: ["ReadValue": read, "WriteValue": write, "StartNotify": start, "StopNotify": stop])
+    }
+
+    private func readValue(_ uuid: String, _ call: MethodCall) throws(DBusError) -> [DBusValue] {
+        let value = values[uuid] ?? []
+        let offset = Int(call.arguments.first?.propertyMap?["offset"]?.integer ?? 0)
+        guard offset <= value.count else {
+            throw DBusError("org.bluez.Error.InvalidOffset", "offset \(offset) is past the value's \(value.count) bytes")
+        }
+        return [.bytes(Array(value[offset...]))]
+    }
+
+    private func writeValue(_ uuid: String, _ call: MethodCall) throws(DBusError) -> [DBusValue] {
+        guard let value = call.arguments.first?.bytes else {
+            throw DBusError("org.bluez.Error.InvalidArguments", "expected a byte array")
+        }
+        do {
+            try onWrite(uuid, value)
+        } catch {
+            throw DBusError(DBusErrorName(error.name.isEmpty ? "org.bluez.Error.Failed" : error.name), error.message)
+        }
+        update(uuid, value)
+        return []
+    }
+
+    private func setNotifying(_ uuid: String, _ on: Bool) {
+        guard on != notifying.contains(uuid), let path = paths[uuid] else { return }
+        if on { notifying.insert(uuid) } else { notifying.remove(uuid) }
+        connection.setProperty(path, interface: BlueZNames.gattCharacteristic, name: "Notifying", value: .bool(on))
+        onSubscription(uuid, on)
+    }
+
+    /// Changes a value (on the loop); subscribers get a notification.
+    public func update(_ uuid: String, _ value: [UInt8]) {
+        guard let path = paths[uuid] else { return }
+        values[uuid] = value
+        // BlueZ notifies subscribed centrals when Value changes (PropertiesChanged).
+        connection.setProperty(path, interface: BlueZNames.gattCharacteristic, name: "Value", value: .bytes(value))
+    }
+
+    public func value(of uuid: String) -> [UInt8]? { values[uuid] }
+}
+
+extension BlueZRequest where Output == Void {
+    /// Registers this application and then its advertisement.
+    public static func register(_ application: GattApplication, adapter: ObjectPath) -> [Self] {
+        [
+            .registerApplication(adapter: adapter, application: application.root),
+            .registerAdvertisement(adapter: adapter, advertisement: application.advertisementPath),
+        ]
+    }
+
+    public static func unregister(_ application: GattApplication, adapter: ObjectPath) -> [Self] {
+        [
+            .unregisterAdvertisement(adapter: adapter, advertisement: application.advertisementPath),
+            .unregisterApplication(adapter: adapter, application: application.root),
+        ]
+    }
+}

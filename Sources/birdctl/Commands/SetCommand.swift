@@ -1,0 +1,49 @@
+import Bird
+
+/// `birdctl set`: write one value to a Bird (with response).
+enum SetCommand {
+    static let usage = """
+        usage: birdctl set [ADDRESS] FIELD VALUE [--timeout S] [--connect-timeout S]
+                           [--adapter hciN] [--power-on] [--verbose]
+
+        Checks VALUE locally with the same rules as a reading (so a bad value
+        is refused before any radio work, exit 2), then finds the Bird (or the
+        one at ADDRESS), connects, writes with response, and disconnects.
+        Exit codes as for read.
+        """
+
+    static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
+        let common = try CommonOptions(arguments)
+        var words = arguments.positionals
+        var address: String?
+        if let first = words.first, Arguments.isAddress(first) {
+            address = first.uppercased()
+            words.removeFirst()
+        }
+        guard words.count >= 2, let field = BirdField(rawValue: words[0].lowercased()) else {
+            throw UsageError("expected FIELD VALUE, e.g. 'alpha 55' or 'color #00FF00'")
+        }
+        let text = words.dropFirst().joined(separator: " ")
+        let value: BirdValue
+        switch BirdCodec.parse(field, text) {
+        case .success(let parsed): value = parsed
+        case .failure(let error): throw UsageError(error.description)
+        }
+        let configuration = BirdCentral.Configuration(
+            mode: .write(value), fields: [field], address: address, minimumRSSI: common.minimumRSSI,
+            scanTimeout: try arguments.seconds("--timeout", default: .seconds(10)),
+            connectTimeout: try arguments.seconds("--connect-timeout", default: .seconds(10), zeroMeansNone: false)
+                ?? .seconds(10))
+
+        let session: Session
+        do { session = try Session(json: false, verbose: common.verbose) } catch { return error }
+        let formatter = session.formatter
+        let driver = CentralDriver(
+            connection: session.connection, configuration: configuration, options: common.driverOptions,
+            onReport: { report in
+                if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
+            },
+            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
+        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+    }
+}

@@ -1,0 +1,147 @@
+import BlueZTestSupport
+import DBus
+import Foundation
+import Glibc
+import Testing
+
+extension FakeBlueZ {
+    func remoteRead(_ uuid: String) async throws -> String {
+        let reply = try await call("RemoteRead", .string(uuid))
+        return String(decoding: reply.first?.bytes ?? [], as: UTF8.self)
+    }
+
+    func remoteWrite(_ uuid: String, _ text: String) async throws {
+        try await call("RemoteWrite", .string(uuid), .bytes(Array(text.utf8)))
+    }
+
+    /// Starts `birdctl serve` and waits until it advertises.
+    func serve(_ arguments: String...) async throws -> BirdctlProcess {
+        let serve = try BirdctlProcess(["serve", "--json"] + arguments, environment: environment, withStdin: true)
+        _ = try await serve.line(containing: "\"advertising\"")
+        return serve
+    }
+}
+
+@Suite("birdctl serve and set")
+struct ServeTests {
+    @Test func servesTheBirdServiceAndAdvertisesIt() async throws {
+        let fake = try FakeBlueZ()
+        let serve = try await fake.serve("--name", "Wren", "--color", "00ff00", "--alpha", "30")
+        #expect(try await fake.remoteRead(FakeBlueZ.nameUUID) == "Wren")
+        #expect(try await fake.remoteRead(FakeBlueZ.colorUUID) == "#00FF00")
+        #expect(try await fake.remoteRead(FakeBlueZ.alphaUUID) == "30")
+        let advertisements = try await fake.call("Advertisements").first?.arrayItems ?? []
+        let advertisement = try #require(advertisements.first?.propertyMap)
+        #expect(advertisement["LocalName"] == .string("Wren"))
+        #expect(advertisement["ServiceUUIDs"] == .strings([FakeBlueZ.birdService]))
+        #expect(advertisement["Type"] == .string("peripheral"))
+
+        serve.signal(SIGINT)
+        #expect(try await serve.waitForExit() == 0)
+        let calls = try await fake.calls()
+        #expect(calls.contains("UnregisterAdvertisement /org/bluez/hci0"))
+        #expect(calls.contains("UnregisterApplication /org/bluez/hci0"))
+    }
+
+    @Test func validWritesChangeTheValueAndBadOnesAreRefused() async throws {
+        let fake = try FakeBlueZ()
+        let serve = try await fake.serve()
+        try await fake.remoteWrite(FakeBlueZ.alphaUUID, "55")
+        let written = try parseJSON(try await serve.line(containing: "\"written\""))
+        #expect(written["value"] as? Double == 0.55)
+        #expect(try await fake.remoteRead(FakeBlueZ.alphaUUID) == "55")
+
+        do {
+            try await fake.remoteWrite(FakeBlueZ.alphaUUID, "101")
+            Issue.record("a bad write should be refused")
+        } catch let error as DBusError {
+            #expect(error.name == "org.bluez.Error.Failed")
+            #expect(error.message.contains("101 is above 100"))
+        }
+        let refused = try parseJSON(try await serve.line(containing: "refused_write"))
+        #expect(refused["raw"] as? String == "313031")
+        #expect(try await fake.remoteRead(FakeBlueZ.alphaUUID) == "55")
+        serve.signal(SIGTERM)
+        #expect(try await serve.waitForExit() == 0)
+    }
+
+    @Test func stdinLinesNotifySubscribers() async throws {
+        let fake = try FakeBlueZ()
+        let serve = try await fake.serve()
+        try await fake.call("RemoteSubscribe", .string(FakeBlueZ.alphaUUID))
+        _ = try await serve.line(containing: "\"subscribed\"")
+        serve.send("alpha 60")
+        serve.send("beak 3")
+        serve.send("alpha 8.5")
+        serve.send("alpha 61")
+        _ = try await serve.line(containing: "0.61")
+        #expect(serve.stderr.contains("'beak' is not a field"))
+        #expect(serve.stderr.contains("bad alpha value"))
+        var notified: [String] = []
+        for _ in 0..<100 {
+            let reply = try await fake.call("RemoteNotifications", .string(FakeBlueZ.alphaUUID))
+            notified = (reply.first?.arrayItems ?? []).map { String(decoding: $0.bytes ?? [], as: UTF8.self) }
+            if notified.count >= 2 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(notified == ["60", "61"])
+        serve.signal(SIGINT)
+        #expect(try await serve.waitForExit() == 0)
+    }
+
+    @Test func advertisingRefusedExitsNine() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.failNext("RegisterAdvertisement", "org.bluez.Error.Failed", "Maximum advertisements reached")
+        let result = try await fake.birdctl("serve")
+        #expect(result.status == 9)
+        #expect(result.stderr.contains("Maximum advertisements reached"))
+    }
+
+    @Test func poweredOffAdapterExitsFour() async throws {
+        let fake = try FakeBlueZ(powered: false)
+        let result = try await fake.birdctl("serve")
+        #expect(result.status == 4)
+    }
+
+    @Test func badInitialValuesAreUsageErrors() async throws {
+        let fake = try FakeBlueZ()
+        let result = try await fake.birdctl("serve", "--alpha", "150")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("150 is above 100"))
+    }
+
+    @Test func setWritesAValue() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let result = try await fake.birdctl("set", "alpha", "55")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try await fake.birdctl("read", "alpha").stdout == ["0.55"])
+        #expect(try await fake.calls().contains { $0.hasPrefix("WriteValue") })
+    }
+
+    @Test func setRefusesABadValueBeforeAnyRadioWork() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let result = try await fake.birdctl("set", bird, "color", "#GGHHII")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("not a hex colour"))
+        #expect(try await fake.calls().filter { $0.hasPrefix("Connect") }.isEmpty)
+    }
+
+    @Test func setReportsARefusedWrite() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.failNext("WriteValue", "org.bluez.Error.NotPermitted", "Write not permitted")
+        let result = try await fake.birdctl("set", "name", "Wren")
+        #expect(result.status == 9)
+        #expect(result.stderr.contains("Write not permitted"))
+    }
+
+    @Test func animateChangesValuesEverySecond() async throws {
+        let fake = try FakeBlueZ()
+        let serve = try await fake.serve("--animate")
+        _ = try await serve.line(containing: "\"value\"", within: .seconds(5))
+        serve.signal(SIGINT)
+        #expect(try await serve.waitForExit() == 0)
+    }
+}
