@@ -22,9 +22,10 @@ extension Sighting {
         self.init(device)
     }
 
-    /// A device already in BlueZ's tree, heard recently (it has an RSSI).
+    /// A device already in BlueZ's tree that is in range: heard recently (it
+    /// has an RSSI) or connected (a connected peripheral may not advertise).
     public init?(heard device: Device) {
-        guard device.hasSignal else { return nil }
+        guard device.hasSignal || device.connected else { return nil }
         self.init(device)
     }
 

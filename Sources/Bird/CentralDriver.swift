@@ -43,6 +43,8 @@ public final class CentralDriver: @unchecked Sendable {
     private var cleanupInFlight = 0
     private var connectQueue: [(machine: Int, device: ObjectPath)] = []
     private var connectInFlight = false
+    /// Devices that were connected before our Connect: not ours to disconnect.
+    private var borrowedLinks: Set<ObjectPath> = []
     private var fleetReadings = 0
     /// --all: discovery is on for the fleet; `everReady`: it was at least once.
     private var fleetReady = false
@@ -229,6 +231,9 @@ public final class CentralDriver: @unchecked Sendable {
             connectNext()
         case .disconnect(let device):
             connectQueue.removeAll { $0.device == device }
+            // A link that was up before we connected belongs to someone else
+            // (another birdctl, bluetoothctl): leave it up.
+            guard borrowedLinks.remove(device) == nil else { return }
             cleanup { done in client.perform(.disconnect(device: device)) { _ in done() } }
         case .read(let field, let characteristic):
             client.perform(.readValue(characteristic: characteristic)) { [self] result in
@@ -272,17 +277,14 @@ public final class CentralDriver: @unchecked Sendable {
         let (id, device) = connectQueue.removeFirst()
         guard machines[id] != nil else { return connectNext() }
         connectInFlight = true
-        let connect: @Sendable () -> Void = { [self] in
-            client.perform(.connect(device: device, timeout: configuration.connectTimeout + .seconds(1))) {
-                [self] result in
-                connectInFlight = false
-                apply(id) { $0.connectReplied(result) }
-                // ServicesResolved may already be true (cached GATT): no change event will come.
-                if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
-                connectNext()
-            }
+        if client.tree.device(device)?.connected == true { borrowedLinks.insert(device) }
+        client.perform(.connect(device: device, timeout: configuration.connectTimeout + .seconds(1))) { [self] result in
+            connectInFlight = false
+            apply(id) { $0.connectReplied(result) }
+            // ServicesResolved may already be true (cached GATT): no change event will come.
+            if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
+            connectNext()
         }
-        connect()
     }
 
     private func cancelTimer(_ key: TimerKey) {

@@ -187,3 +187,25 @@ func waitForNotifying(_ fake: FakeBlueZ, count: Int = 1) async throws {
     }
     throw TestSetupError("birdctl never subscribed")
 }
+
+@Suite("birdctl beside other clients")
+struct SharedLinkTests {
+    @Test func readWhileWatchingUsesTheLinkAndLeavesItUp() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "alpha", "--json")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake)
+        // The connected bird may not advertise; read finds it connected.
+        try await fake.call("SetVisible", .string(bird), .bool(false))
+        let read = try await fake.birdctl("read", bird, "name", "--timeout", "3")
+        #expect(read.status == 0, "\(read.stderr)")
+        #expect(read.stdout == ["Robin"])
+        #expect(try await fake.calls().filter { $0.hasPrefix("Disconnect") }.isEmpty)
+        // The watch still streams.
+        try await fake.push("33")
+        #expect(try parseJSON(try await watch.line(containing: "\"reading\""))["value"] as? Double == 0.33)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+}
