@@ -12,7 +12,7 @@ public final class BirdPeripheral: @unchecked Sendable {
     public enum Event: Sendable {
         /// Registered and advertising on this adapter.
         case advertising(adapter: String)
-        /// A value changed (from us or written by a central); `notified` if a central is subscribed.
+        /// A value changed (set here, or written by a central).
         case valueChanged(BirdValue, byCentral: Bool)
         case refusedWrite(BirdValueError)
         case subscription(BirdField, subscribed: Bool)
@@ -27,7 +27,6 @@ public final class BirdPeripheral: @unchecked Sendable {
     private var adapter: AdapterChoice?
     private var registered = false
     private var finished = false
-    private var subscribed: Set<BirdField> = []
 
     public init(
         connection: Connection, name: BirdValue, color: BirdValue, alpha: BirdValue,
@@ -51,9 +50,8 @@ public final class BirdPeripheral: @unchecked Sendable {
                     throw BlueZError(.failed, name: "org.bluez.Error.Failed", message: error.description)
                 }
             },
-            onSubscription: { [self] uuid, on in
+            onSubscription: { [onEvent] uuid, on in
                 guard let field = BirdField(uuid: uuid) else { return }
-                if on { subscribed.insert(field) } else { subscribed.remove(field) }
                 onEvent(.subscription(field, subscribed: on))
             })
     }

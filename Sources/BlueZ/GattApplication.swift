@@ -127,8 +127,6 @@ public final class GattApplication: @unchecked Sendable {
         // BlueZ notifies subscribed centrals when Value changes (PropertiesChanged).
         connection.setProperty(path, interface: BlueZNames.gattCharacteristic, name: "Value", value: .bytes(value))
     }
-
-    public func value(of uuid: String) -> [UInt8]? { values[uuid] }
 }
 
 extension BlueZRequest where Output == Void {
