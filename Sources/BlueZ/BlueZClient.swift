@@ -120,6 +120,13 @@ public final class BlueZClient: @unchecked Sendable {
         let invalidated = arguments.count > 2 ? arguments[2].stringArray ?? [] : []
         guard tree.change(path, interface: interface, changed: changed, invalidated: invalidated) else { return }
 
+        // The hot path: a notification changes Value alone.
+        if interface == BlueZNames.gattCharacteristic, changed.count == 1, invalidated.isEmpty,
+            let value = changed["Value"]?.bytes
+        {
+            onEvent(.valueChanged(characteristic: path, value: value))
+            return
+        }
         let names = Set(changed.keys).union(invalidated)
         switch interface {
         case BlueZNames.gattCharacteristic:

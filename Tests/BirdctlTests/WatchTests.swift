@@ -39,7 +39,7 @@ struct WatchTests {
             let line = try #require(try await watch.nextLine())
             #expect(line.hasSuffix("\(bird)  \(expected)"), "\(line)")
         }
-        try await waitForNotifying(fake)
+        try await waitForNotifying(fake, count: 3)
         try await fake.push("#00FF00", to: FakeBlueZ.colorUUID)
         #expect(try await watch.nextLine()?.hasSuffix("color  #00FF00") == true)
         #expect(try await watch.waitForExit() == 0)
@@ -102,7 +102,7 @@ struct WatchTests {
         try await fake.addBird()
         let watch = try fake.launch("watch")
         _ = try await watch.line(containing: "alpha")
-        try await waitForNotifying(fake)
+        try await waitForNotifying(fake, count: 3)
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
         let calls = try await fake.calls()
@@ -118,7 +118,7 @@ struct WatchTests {
         let watch = try fake.launch("watch")
         _ = try await watch.nextLine()
         watch.closeStdout()  // as `| head -1` does
-        try await waitForNotifying(fake)
+        try await waitForNotifying(fake, count: 3)
         try await fake.push("11")
         try await fake.push("12")
         #expect(try await watch.waitForExit() == 0)
@@ -175,14 +175,25 @@ struct WatchTests {
     }
 }
 
-/// Waits until birdctl's StartNotify calls have reached the fake (pushes
-/// before that are not notifications, as in BlueZ).
+/// Waits until the fake's characteristics with these UUIDs are notifying
+/// (pushes before that are not notifications, as in BlueZ). `count` of the
+/// Bird characteristics: 1 = alpha only, 3 = all of them; `count: 2` with
+/// `--all` means alpha on two birds.
 func waitForNotifying(_ fake: FakeBlueZ, count: Int = 1) async throws {
+    let uuids = count == 3 ? [FakeBlueZ.alphaUUID, FakeBlueZ.colorUUID, FakeBlueZ.nameUUID] : [FakeBlueZ.alphaUUID]
+    let needed = count == 3 ? 3 : count
     for _ in 0..<500 {
-        let calls = try await fake.calls()
-        let started = calls.filter { $0.hasPrefix("StartNotify") }.count
-        let stopped = calls.filter { $0.hasPrefix("StopNotify") }.count
-        if started - stopped >= count { return }
+        let tree = try await fake.managedObjects()
+        var notifying = 0
+        for entry in tree.dictionaryEntries ?? [] {
+            guard let interfaces = entry.value.dictionaryEntries,
+                let properties = interfaces.first(where: { $0.key.string == "org.bluez.GattCharacteristic1" })?
+                    .value.propertyMap,
+                let uuid = properties["UUID"]?.string, uuids.contains(uuid), properties["Notifying"]?.bool == true
+            else { continue }
+            notifying += 1
+        }
+        if notifying >= needed { return }
         try await Task.sleep(for: .milliseconds(10))
     }
     throw TestSetupError("birdctl never subscribed")
