@@ -21,7 +21,6 @@ public final class BirdctlProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var pending = Data()
     private var stderrData = Data()
-    private var stdoutClosed = false
     private let lines: AsyncStream<String>
     private let linesContinuation: AsyncStream<String>.Continuation
     private var iterator: AsyncStream<String>.Iterator
@@ -30,8 +29,17 @@ public final class BirdctlProcess: @unchecked Sendable {
 
     private let stdinPipe: Pipe?
 
+    private var closeAfterLines: Int?
+    private var stdoutDone = false
+    private var stderrDone = false
+    private let readersDone = NSCondition()
+
     /// `withStdin`: keep a pipe to birdctl's stdin for `send` (else /dev/null).
-    public init(_ arguments: [String], environment: [String: String], withStdin: Bool = false) throws {
+    /// `closeAfterLines`: close our end of stdout after that many lines, as
+    /// `| head -N` does (the reader thread closes it, so nothing else races it).
+    public init(
+        _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil
+    ) throws {
         stdinPipe = withStdin ? Pipe() : nil
         (lines, linesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         iterator = lines.makeAsyncIterator()
@@ -45,17 +53,50 @@ public final class BirdctlProcess: @unchecked Sendable {
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
         process.standardInput = stdinPipe ?? FileHandle.nullDevice
-        stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.received(handle.availableData)
-        }
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.receivedError(handle.availableData)
-        }
+        self.closeAfterLines = closeAfterLines
         process.terminationHandler = { [exitedContinuation] process in
             exitedContinuation.yield(process.terminationStatus)
             exitedContinuation.finish()
         }
         try process.run()
+        // Blocking reads on threads of their own: FileHandle's readability
+        // handlers (dispatch sources) were seen to crash libdispatch under load
+        // when many pipes open and close.
+        Thread.detachNewThread { [self] in readStdout() }
+        Thread.detachNewThread { [self] in readStderr() }
+    }
+
+    private func readStdout() {
+        let handle = stdoutPipe.fileHandleForReading
+        var lines = 0
+        while true {
+            let data = handle.availableData
+            if data.isEmpty { break }
+            lines += received(data)
+            if let limit = closeAfterLines, lines >= limit {
+                try? handle.close()
+                break
+            }
+        }
+        received(Data())
+        finishedReading(stdout: true)
+    }
+
+    private func readStderr() {
+        let handle = stderrPipe.fileHandleForReading
+        while true {
+            let data = handle.availableData
+            if data.isEmpty { break }
+            receivedError(data)
+        }
+        finishedReading(stdout: false)
+    }
+
+    private func finishedReading(stdout: Bool) {
+        readersDone.lock()
+        if stdout { stdoutDone = true } else { stderrDone = true }
+        readersDone.broadcast()
+        readersDone.unlock()
     }
 
     /// Runs birdctl to completion (killing it after `timeout`).
@@ -66,21 +107,25 @@ public final class BirdctlProcess: @unchecked Sendable {
         return try await process.finish(within: timeout)
     }
 
-    private func received(_ data: Data) {
+    @discardableResult
+    private func received(_ data: Data) -> Int {
         guard !data.isEmpty else {
             lock.withLock {
                 if !pending.isEmpty { linesContinuation.yield(String(decoding: pending, as: UTF8.self)) }
                 pending.removeAll()
             }
             linesContinuation.finish()
-            return
+            return 0
         }
-        lock.withLock {
+        return lock.withLock {
+            var count = 0
             pending.append(data)
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 linesContinuation.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
                 pending.removeSubrange(pending.startIndex...newline)
+                count += 1
             }
+            return count
         }
     }
 
@@ -88,15 +133,13 @@ public final class BirdctlProcess: @unchecked Sendable {
         lock.withLock { stderrData.append(data) }
     }
 
-    /// After the exit: takes what is left in both pipes (EOF callbacks are not
-    /// reliable for a process that exits at once) and ends the line stream.
+    /// After the exit: waits (briefly) until both readers reached EOF, so
+    /// the caller sees everything birdctl wrote.
     private func drain() {
-        stdoutPipe.fileHandleForReading.readabilityHandler = nil
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
-        let closed = lock.withLock { stdoutClosed }
-        if !closed, let rest = try? stdoutPipe.fileHandleForReading.readToEnd() { received(rest) }
-        received(Data())
-        if let rest = try? stderrPipe.fileHandleForReading.readToEnd() { receivedError(rest) }
+        readersDone.lock()
+        let deadline = Date().addingTimeInterval(5)
+        while !(stdoutDone && stderrDone) && readersDone.wait(until: deadline) {}
+        readersDone.unlock()
     }
 
     /// What birdctl has written to stderr so far.
@@ -126,14 +169,6 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// Sends a signal (SIGINT for Ctrl-C).
     public func signal(_ signal: Int32) {
         kill(process.processIdentifier, signal)
-    }
-
-    /// Closes our end of stdout, as `head -1` does after its line.
-    public func closeStdout() {
-        lock.withLock { stdoutClosed = true }
-        stdoutPipe.fileHandleForReading.readabilityHandler = nil
-        try? stdoutPipe.fileHandleForReading.close()
-        linesContinuation.finish()
     }
 
     /// Waits for the exit; kills birdctl and throws if it takes longer than `timeout`.

@@ -115,9 +115,9 @@ struct WatchTests {
     @Test func aClosedStdoutEndsQuietly() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
-        let watch = try fake.launch("watch")
+        // As `| head -1`: our end of stdout closes after the first line.
+        let watch = try BirdctlProcess(["watch"], environment: fake.environment, closeAfterLines: 1)
         _ = try await watch.nextLine()
-        watch.closeStdout()  // as `| head -1` does
         try await waitForNotifying(fake, count: 3)
         try await fake.push("11")
         try await fake.push("12")
