@@ -83,10 +83,7 @@ public struct BirdCentral: Sendable {
     /// bluetoothd is gone (or never was there).
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard state != .finished else { return [] }
-        if !wasReady {
-            return error.kind == .permissionDenied
-                ? finish(.failed(.permissionDenied(error))) : finish(.failed(.bluetoothUnavailable(error)))
-        }
+        if !wasReady { return finish(.failed(.unavailable(error))) }
         return lostBluetooth(
             failure: .bluetoothUnavailable(error), waiting: "bluetoothd is not running; waiting for it to return")
     }
@@ -141,10 +138,8 @@ public struct BirdCentral: Sendable {
         case .notReady:
             // The adapter is (being) powered off; its power event decides.
             return []
-        case .permissionDenied:
-            return stopTimers() + finish(.failed(.permissionDenied(error)))
         default:
-            return stopTimers() + finish(.failed(.operationFailed("start discovery", error)))
+            return stopTimers() + finish(.failed(.failed("start discovery", error)))
         }
     }
 
@@ -207,7 +202,7 @@ public struct BirdCentral: Sendable {
             return [.disconnect(link.peripheral.path), .finish(.success)]
         case .failure(let error):
             return [.disconnect(link.peripheral.path),
-                    .finish(.failed(.operationFailed("write \(value.field)", error)))]
+                    .finish(.failed(.failed("write \(value.field)", error)))]
         }
     }
 
@@ -257,7 +252,7 @@ public struct BirdCentral: Sendable {
         case .failure(let error):
             if !configuration.isWatch {
                 state = .finished
-                return [.disconnect(link.peripheral.path), .finish(.failed(.operationFailed("read \(field)", error)))]
+                return [.disconnect(link.peripheral.path), .finish(.failed(.failed("read \(field)", error)))]
             }
             actions = [.report(.operationFailed(link.peripheral, "read \(field)", error))]
         }
@@ -278,7 +273,7 @@ public struct BirdCentral: Sendable {
         guard case .subscribing(let link, var pending) = state, pending.remove(field) != nil else { return [] }
         if case .failure(let error) = result {
             let actions = cleanUp(link, subscribed: true)
-                + [.finish(.failed(.operationFailed("subscribe to \(field)", error)))]
+                + [.finish(.failed(.failed("subscribe to \(field)", error)))]
             state = .finished
             return actions
         }

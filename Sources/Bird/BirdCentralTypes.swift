@@ -125,5 +125,16 @@ extension BirdCentral {
         case connectionLost
         case serviceMissing([BirdField])
         case operationFailed(String, BlueZError)
+
+        /// `what` failed with `error`; a refusal by the bus policy is always
+        /// "permission denied", whatever was being done.
+        public static func failed(_ what: String, _ error: BlueZError) -> Failure {
+            error.kind == .permissionDenied ? .permissionDenied(error) : .operationFailed(what, error)
+        }
+
+        /// bluetoothd is not usable (or we may not talk to it).
+        public static func unavailable(_ error: BlueZError) -> Failure {
+            error.kind == .permissionDenied ? .permissionDenied(error) : .bluetoothUnavailable(error)
+        }
     }
 }

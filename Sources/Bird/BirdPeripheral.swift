@@ -96,7 +96,7 @@ public final class BirdPeripheral: @unchecked Sendable {
                 // bluetoothd restarted: register again when it is back.
                 registered = false
             } else if adapter == nil {
-                finish(.failed(error.kind == .permissionDenied ? .permissionDenied(error) : .bluetoothUnavailable(error)))
+                finish(.failed(.unavailable(error)))
             }
         case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
             if changed.powered, !registered { register() }
@@ -106,21 +106,20 @@ public final class BirdPeripheral: @unchecked Sendable {
     }
 
     private func register() {
-        guard let choice = AdapterChoice.choose(from: client.tree.adapterChoices, named: options.adapterName) else {
-            return finish(.failed(.noAdapter(options.adapterName)))
+        let choice: AdapterChoice
+        switch AdapterStep.select(client, options, onFailure: { [self] failure in finish(.failed(failure)) }) {
+        case .missing: return finish(.failed(.noAdapter(options.adapterName)))
+        case .off(let off): return finish(.failed(.adapterOff(off.name)))
+        case .poweringOn(let pending):
+            adapter = pending
+            return
+        case .ready(let ready): choice = ready
         }
         adapter = choice
-        guard choice.powered else {
-            guard options.powerOn else { return finish(.failed(.adapterOff(choice.name))) }
-            client.perform(.setPowered(adapter: choice.path, true)) { [self] result in
-                if case .failure(let error) = result { finish(.failed(.operationFailed("power on \(choice.name)", error))) }
-            }
-            return
-        }
         perform(BlueZRequest.register(application, adapter: choice.path)) { [self] error in
             if let error {
                 let what = error.kind == .failed || error.kind == .notSupported ? "advertise on \(choice.name)" : "register the Bird service"
-                return finish(.failed(error.kind == .permissionDenied ? .permissionDenied(error) : .operationFailed(what, error)))
+                return finish(.failed(.failed(what, error)))
             }
             registered = true
             onEvent(.advertising(adapter: choice.name))

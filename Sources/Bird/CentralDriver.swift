@@ -38,7 +38,6 @@ public final class CentralDriver: @unchecked Sendable {
     private var nextMachine = 0
     private var timers: [TimerKey: EventLoop.TimerID] = [:]
     private var adapter: AdapterChoice?
-    private var poweringOn = false
     private var outcome: BirdCentral.Outcome?
     private var cleanupInFlight = 0
     private var connectQueue: [(machine: Int, device: ObjectPath)] = []
@@ -112,7 +111,6 @@ public final class CentralDriver: @unchecked Sendable {
         case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
             adapter = AdapterChoice(changed)
             if changed.powered {
-                poweringOn = false
                 readyAll()
             } else {
                 discovery.forget()
@@ -151,19 +149,15 @@ public final class CentralDriver: @unchecked Sendable {
 
     private func chooseAdapter() {
         guard client.isReady else { return }
-        let choice = AdapterChoice.choose(from: client.tree.adapterChoices, named: options.adapterName)
-        adapter = choice
-        if let choice, !choice.powered, options.powerOn, !poweringOn {
-            poweringOn = true
-            client.perform(.setPowered(adapter: choice.path, true)) { [self] result in
-                if case .failure(let error) = result {
-                    poweringOn = false
-                    let failure: BirdCentral.Failure = error.kind == .permissionDenied
-                        ? .permissionDenied(error) : .operationFailed("power on \(choice.name)", error)
-                    finishAll(failure)
-                }
-            }
+        // The machines decide what a missing or powered-off adapter means
+        // (fail at start, wait later); powering on waits for Powered to change.
+        switch AdapterStep.select(client, options, onFailure: { [self] failure in finishAll(failure) }) {
+        case .missing: adapter = nil
+        case .off(let choice): adapter = choice
+        case .poweringOn(let choice):
+            adapter = choice
             return
+        case .ready(let choice): adapter = choice
         }
         readyAll()
     }
@@ -356,7 +350,7 @@ public final class CentralDriver: @unchecked Sendable {
         guard let adapter, !connectInFlight else { return }
         discovery.start(
             on: adapter.path, onStarted: { [self] heard in heard.forEach(sighted) },
-            onFailure: { [self] error in finishFleet(.failed(.operationFailed("start discovery", error))) })
+            onFailure: { [self] error in finishFleet(.failed(.failed("start discovery", error))) })
     }
 
     private func armFleetTimer(_ timer: BirdCentral.Timer, _ delay: Duration) {

@@ -63,7 +63,7 @@ public final class ScanDriver: @unchecked Sendable {
         case .ready:
             begin()
         case .unavailable(let error):
-            finish(.failed(error.kind == .permissionDenied ? .permissionDenied(error) : .bluetoothUnavailable(error)))
+            finish(.failed(.unavailable(error)))
         case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
             if changed.powered { begin() } else if scanning { finish(.failed(.adapterOff(AdapterChoice(changed).name))) }
         case .adapterRemoved(let path) where path == adapter?.path:
@@ -75,27 +75,21 @@ public final class ScanDriver: @unchecked Sendable {
 
     private func begin() {
         guard !scanning else { return }
-        guard let choice = AdapterChoice.choose(from: client.tree.adapterChoices, named: options.adapterName) else {
-            return finish(.failed(.noAdapter(options.adapterName)))
+        let step = AdapterStep.select(client, options) { [self] failure in finish(.failed(failure)) }
+        let choice: AdapterChoice
+        switch step {
+        case .missing: return finish(.failed(.noAdapter(options.adapterName)))
+        case .off(let off): return finish(.failed(.adapterOff(off.name)))
+        case .poweringOn(let pending):
+            adapter = pending
+            return
+        case .ready(let ready): choice = ready
         }
         adapter = choice
-        guard choice.powered else {
-            guard options.powerOn else { return finish(.failed(.adapterOff(choice.name))) }
-            client.perform(.setPowered(adapter: choice.path, true)) { [self] result in
-                if case .failure(let error) = result {
-                    finish(.failed(error.kind == .permissionDenied
-                        ? .permissionDenied(error) : .operationFailed("power on \(choice.name)", error)))
-                }
-            }
-            return
-        }
         scanning = true
         discovery.start(
             on: choice.path, onStarted: { [self] heard in heard.forEach(sighted) },
-            onFailure: { [self] error in
-                finish(.failed(error.kind == .permissionDenied
-                    ? .permissionDenied(error) : .operationFailed("start discovery", error)))
-            })
+            onFailure: { [self] error in finish(.failed(.failed("start discovery", error))) })
         if let timeout {
             connection.loop.schedule(after: timeout) { [self] in finish(results.isEmpty ? .failed(.notFound) : .success) }
         }

@@ -31,23 +31,3 @@ public struct Sighting: Hashable, Sendable {
         return true
     }
 }
-
-/// The adapter a command uses: the one named, or the first powered one.
-public struct AdapterChoice: Hashable, Sendable {
-    public var path: ObjectPath
-    public var name: String
-    public var powered: Bool
-
-    public init(path: ObjectPath, name: String, powered: Bool) {
-        self.path = path
-        self.name = name
-        self.powered = powered
-    }
-
-    /// nil when there is no adapter (or not the one named). With no name,
-    /// prefers a powered adapter, else the first (so "powered off" can be said).
-    public static func choose(from adapters: [AdapterChoice], named wanted: String?) -> AdapterChoice? {
-        if let wanted { return adapters.first { $0.name == wanted } }
-        return adapters.first(where: \.powered) ?? adapters.first
-    }
-}

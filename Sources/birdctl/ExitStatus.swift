@@ -41,7 +41,6 @@ enum ExitStatus: Int32, Error {
         case .serviceMissing: self = .operationFailed
         case .operationFailed(_, let error):
             switch error.kind {
-            case .permissionDenied: self = .permissionDenied
             case .bluetoothdNotRunning, .busDisconnected: self = .bluetoothUnavailable
             case .notConnected: self = .connectionFailed
             default: self = .operationFailed

@@ -266,6 +266,14 @@ struct BirdCentralTests {
         ])
     }
 
+    @Test func aRefusalByTheBusPolicyIsPermissionDeniedWhateverTheStep() {
+        let denied = BlueZError(.permissionDenied, name: "org.freedesktop.DBus.Error.AccessDenied")
+        var reading = Machine().reading()
+        #expect(reading.central.readCompleted(.name, .failure(denied)).last == .finish(.failed(.permissionDenied(denied))))
+        var scanning = Machine().scanning()
+        #expect(scanning.central.scanFailed(denied).last == .finish(.failed(.permissionDenied(denied))))
+    }
+
     // MARK: Watching
 
     @Test func watchSubscribesAfterReading() {

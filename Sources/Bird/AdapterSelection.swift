@@ -1,0 +1,51 @@
+import BlueZ
+import DBus
+
+/// The adapter a command uses: the one named, or the first powered one.
+public struct AdapterChoice: Hashable, Sendable {
+    public var path: ObjectPath
+    public var name: String
+    public var powered: Bool
+
+    public init(path: ObjectPath, name: String, powered: Bool) {
+        self.path = path
+        self.name = name
+        self.powered = powered
+    }
+
+    /// nil when there is no adapter (or not the one named). With no name,
+    /// prefers a powered adapter, else the first (so "powered off" can be said).
+    public static func choose(from adapters: [AdapterChoice], named wanted: String?) -> AdapterChoice? {
+        if let wanted { return adapters.first { $0.name == wanted } }
+        return adapters.first(where: \.powered) ?? adapters.first
+    }
+}
+
+/// Where the chosen adapter stands when a command starts (shared by scan,
+/// read/watch/set and serve so they behave alike).
+enum AdapterStep {
+    /// No adapter, or none with the name asked for.
+    case missing
+    /// Powered off and `--power-on` not given.
+    case off(AdapterChoice)
+    /// Powered off; a power-on was requested: wait for Powered to change.
+    case poweringOn(AdapterChoice)
+    case ready(AdapterChoice)
+
+    /// Chooses the adapter in `client`'s tree and, if it is off and the options
+    /// say so, asks BlueZ to power it on (`onFailure` runs if it refuses).
+    static func select(
+        _ client: BlueZClient, _ options: CentralDriver.Options,
+        onFailure: @escaping @Sendable (BirdCentral.Failure) -> Void
+    ) -> AdapterStep {
+        guard let choice = AdapterChoice.choose(from: client.tree.adapterChoices, named: options.adapterName) else {
+            return .missing
+        }
+        guard !choice.powered else { return .ready(choice) }
+        guard options.powerOn else { return .off(choice) }
+        client.perform(.setPowered(adapter: choice.path, true)) { result in
+            if case .failure(let error) = result { onFailure(.failed("power on \(choice.name)", error)) }
+        }
+        return .poweringOn(choice)
+    }
+}
