@@ -49,13 +49,12 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
     func matches(_ message: Message, senderOwner: String?) -> Bool {
         if let interface, !message.hasInterface(interface) { return false }
         if let member, !message.hasMember(member) { return false }
-        if let path, message.path != path { return false }
-        if let pathNamespace {
-            guard let messagePath = message.path, messagePath.isDescendant(of: pathNamespace) else { return false }
-        }
+        // Compared in place (no String per signal: this runs per notification).
+        if let path, !message.hasPath(path) { return false }
+        if let pathNamespace, !message.isPath(in: pathNamespace) { return false }
         if let sender {
             let expected = hasWellKnownSender ? senderOwner : sender
-            if let expected, message.sender != expected { return false }
+            if let expected, !message.hasSender(expected) { return false }
         }
         if let arg0 {
             guard (try? message.arguments().first?.string) == arg0 else { return false }

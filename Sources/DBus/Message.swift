@@ -1,4 +1,5 @@
 import CDBus
+import Glibc
 
 /// A D-Bus message. Owns one reference to a libdbus `DBusMessage` and drops
 /// it in `deinit`. Messages are built complete and not changed afterwards, so
@@ -104,6 +105,18 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
     /// Cheap checks for signal routing, without building Swift strings.
     func hasInterface(_ name: String) -> Bool { dbus_message_has_interface(raw, name) != 0 }
     func hasMember(_ name: String) -> Bool { dbus_message_has_member(raw, name) != 0 }
+    func hasPath(_ path: ObjectPath) -> Bool { dbus_message_has_path(raw, path.rawValue) != 0 }
+    func hasSender(_ name: String) -> Bool { dbus_message_has_sender(raw, name) != 0 }
+
+    /// Whether the path is `namespace` or below it, compared in place.
+    func isPath(in namespace: ObjectPath) -> Bool {
+        guard let path = dbus_message_get_path(raw) else { return false }
+        if namespace.rawValue == "/" { return true }
+        let bytes = UnsafeBufferPointer(start: path, count: strlen(path)).lazy.map { UInt8(bitPattern: $0) }
+        let prefix = namespace.rawValue.utf8
+        guard bytes.starts(with: prefix) else { return false }
+        return bytes.count == prefix.count || bytes[bytes.index(bytes.startIndex, offsetBy: prefix.count)] == UInt8(ascii: "/")
+    }
 
     /// The error this message carries, if it is an error reply.
     public var error: DBusError? {

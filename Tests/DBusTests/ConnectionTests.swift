@@ -124,6 +124,16 @@ struct ConnectionTests {
         #expect(try await inbox.next()?.arguments() == [.string("owner")])
     }
 
+    @Test func pathNamespacesMatchWholeComponents() throws {
+        func signal(_ path: ObjectPath) throws -> Message { try Message.signal(path: path, interface: "org.x", member: "M") }
+        #expect(try signal("/org/bluez").isPath(in: "/org/bluez"))
+        #expect(try signal("/org/bluez/hci0/dev_1").isPath(in: "/org/bluez"))
+        #expect(try !signal("/org/bluezz").isPath(in: "/org/bluez"))
+        #expect(try !signal("/org").isPath(in: "/org/bluez"))
+        #expect(try signal("/anything").isPath(in: "/"))
+        #expect(try signal("/org/bluez").hasSender("") == false)
+    }
+
     @Test func idleLoopUsesNoCPU() async throws {
         let pair = try EchoPair()
         let before = pair.client.loop.threadCPUTime()
