@@ -74,6 +74,11 @@ struct Arguments {
         return .milliseconds(Int64((value * 1000).rounded()))
     }
 
+    /// `--connect-timeout S`, default 10 s (0 is not "no limit" here: a deadline is the point).
+    func connectTimeout() throws(UsageError) -> Duration {
+        try seconds("--connect-timeout", default: .seconds(10), zeroMeansNone: false) ?? .seconds(10)
+    }
+
     func integer(_ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let value = Int(text), range.contains(value) else {

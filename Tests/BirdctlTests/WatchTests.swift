@@ -39,7 +39,7 @@ struct WatchTests {
             let line = try #require(try await watch.nextLine())
             #expect(line.hasSuffix("\(bird)  \(expected)"), "\(line)")
         }
-        try await waitForNotifying(fake, count: 3)
+        try await waitForNotifying(fake, allFields)
         try await fake.push("#00FF00", to: FakeBlueZ.colorUUID)
         #expect(try await watch.nextLine()?.hasSuffix("color  #00FF00") == true)
         #expect(try await watch.waitForExit() == 0)
@@ -102,7 +102,7 @@ struct WatchTests {
         try await fake.addBird()
         let watch = try fake.launch("watch")
         _ = try await watch.line(containing: "alpha")
-        try await waitForNotifying(fake, count: 3)
+        try await waitForNotifying(fake, allFields)
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
         let calls = try await fake.calls()
@@ -181,29 +181,26 @@ struct WatchTests {
     }
 }
 
-/// Waits until the fake's characteristics with these UUIDs are notifying
-/// (pushes before that are not notifications, as in BlueZ). `count` of the
-/// Bird characteristics: 1 = alpha only, 3 = all of them; `count: 2` with
-/// `--all` means alpha on two birds.
-func waitForNotifying(_ fake: FakeBlueZ, count: Int = 1) async throws {
-    let uuids = count == 3 ? [FakeBlueZ.alphaUUID, FakeBlueZ.colorUUID, FakeBlueZ.nameUUID] : [FakeBlueZ.alphaUUID]
-    let needed = count == 3 ? 3 : count
+/// Waits until `count` characteristics with these UUIDs are notifying in the
+/// fake (pushes before that are not notifications, as in BlueZ). A watch of
+/// every field waits for `allFields`; `--all` with two birds for alpha twice.
+func waitForNotifying(_ fake: FakeBlueZ, _ uuids: [String] = [FakeBlueZ.alphaUUID], count: Int? = nil) async throws {
+    let needed = count ?? uuids.count
     for _ in 0..<500 {
         let tree = try await fake.managedObjects()
-        var notifying = 0
-        for entry in tree.dictionaryEntries ?? [] {
-            guard let interfaces = entry.value.dictionaryEntries,
-                let properties = interfaces.first(where: { $0.key.string == "org.bluez.GattCharacteristic1" })?
-                    .value.propertyMap,
-                let uuid = properties["UUID"]?.string, uuids.contains(uuid), properties["Notifying"]?.bool == true
-            else { continue }
-            notifying += 1
+        let notifying = (tree.dictionaryEntries ?? []).filter { entry in
+            let properties = entry.value.dictionaryEntries?
+                .first { $0.key.string == "org.bluez.GattCharacteristic1" }?.value.propertyMap
+            guard let uuid = properties?["UUID"]?.string else { return false }
+            return uuids.contains(uuid) && properties?["Notifying"]?.bool == true
         }
-        if notifying >= needed { return }
+        if notifying.count >= needed { return }
         try await Task.sleep(for: .milliseconds(10))
     }
     throw TestSetupError("birdctl never subscribed")
 }
+
+let allFields = [FakeBlueZ.nameUUID, FakeBlueZ.colorUUID, FakeBlueZ.alphaUUID]
 
 @Suite("birdctl beside other clients")
 struct SharedLinkTests {

@@ -19,8 +19,7 @@ enum ReadCommand {
         let configuration = BirdCentral.Configuration(
             mode: .read, fields: fields, address: address, minimumRSSI: common.minimumRSSI,
             scanTimeout: try arguments.seconds("--timeout", default: .seconds(10)),
-            connectTimeout: try arguments.seconds("--connect-timeout", default: .seconds(10), zeroMeansNone: false)
-                ?? .seconds(10))
+            connectTimeout: try arguments.connectTimeout())
         let bare = requested.count == 1 && !common.json
 
         let session: Session

@@ -41,7 +41,9 @@ enum ServeCommand {
         return session.run(onInterrupt: peripheral.stop, onStdoutClosed: peripheral.stop) {
             peripheral.start()
             readStdin(on: loop, into: peripheral)
-            if arguments.has("--animate") { animate(peripheral, on: loop, alpha: alpha, step: 0) }
+            if arguments.has("--animate"), case .alpha(let percent) = alpha {
+                animate(peripheral, on: loop, from: Int(percent), step: 0)
+            }
         }
     }
 
@@ -63,13 +65,12 @@ enum ServeCommand {
     }
 
     /// Every second: alpha climbs by 5 (wrapping at 100) and the hue turns.
-    static func animate(_ peripheral: BirdPeripheral, on loop: EventLoop, alpha: BirdValue, step: Int) {
+    static func animate(_ peripheral: BirdPeripheral, on loop: EventLoop, from start: Int, step: Int) {
         loop.schedule(after: .seconds(1)) {
             let next = step + 1
-            let start = Int(alpha.fraction.map { $0 * 100 } ?? 0)
             peripheral.set(.alpha(percent: UInt8((start + next * 5) % 101)))
             peripheral.set(.color(hue(Double(next % 36) * 10)))
-            animate(peripheral, on: loop, alpha: alpha, step: next)
+            animate(peripheral, on: loop, from: start, step: next)
         }
     }
 

@@ -32,8 +32,7 @@ enum SetCommand {
         let configuration = BirdCentral.Configuration(
             mode: .write(value), fields: [field], address: address, minimumRSSI: common.minimumRSSI,
             scanTimeout: try arguments.seconds("--timeout", default: .seconds(10)),
-            connectTimeout: try arguments.seconds("--connect-timeout", default: .seconds(10), zeroMeansNone: false)
-                ?? .seconds(10))
+            connectTimeout: try arguments.connectTimeout())
 
         let session: Session
         do { session = try Session(json: false, verbose: common.verbose) } catch { return error }

@@ -26,8 +26,7 @@ enum WatchCommand {
             fields: requested.isEmpty ? BirdField.allCases : requested, address: address,
             minimumRSSI: common.minimumRSSI,
             scanTimeout: try arguments.seconds("--timeout", default: nil),
-            connectTimeout: try arguments.seconds("--connect-timeout", default: .seconds(10), zeroMeansNone: false)
-                ?? .seconds(10),
+            connectTimeout: try arguments.connectTimeout(),
             maximumReadings: try arguments.integer("--count", range: 1...Int.max),
             duration: try arguments.seconds("--duration", default: nil))
         var options = common.driverOptions
