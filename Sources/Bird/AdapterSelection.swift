@@ -48,4 +48,24 @@ enum AdapterStep {
         }
         return .poweringOn(choice)
     }
+
+    /// For scan and serve, which do not wait for an adapter: the chosen one
+    /// (nil if there is none); `fail` hears why it cannot be used now.
+    /// While it is being powered on, the result is the adapter and `fail` is
+    /// not called; the caller goes on when Powered changes.
+    static func selectNow(
+        _ client: BlueZClient, _ options: CentralDriver.Options,
+        fail: @escaping @Sendable (BirdCentral.Failure) -> Void
+    ) -> (adapter: AdapterChoice?, usable: Bool) {
+        switch select(client, options, onFailure: fail) {
+        case .missing:
+            fail(.noAdapter(options.adapterName))
+            return (nil, false)
+        case .off(let choice):
+            fail(.adapterOff(choice.name))
+            return (choice, false)
+        case .poweringOn(let choice): return (choice, false)
+        case .ready(let choice): return (choice, true)
+        }
+    }
 }

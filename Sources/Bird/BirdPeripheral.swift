@@ -106,16 +106,9 @@ public final class BirdPeripheral: @unchecked Sendable {
     }
 
     private func register() {
-        let choice: AdapterChoice
-        switch AdapterStep.select(client, options, onFailure: { [self] failure in finish(.failed(failure)) }) {
-        case .missing: return finish(.failed(.noAdapter(options.adapterName)))
-        case .off(let off): return finish(.failed(.adapterOff(off.name)))
-        case .poweringOn(let pending):
-            adapter = pending
-            return
-        case .ready(let ready): choice = ready
-        }
-        adapter = choice
+        let selected = AdapterStep.selectNow(client, options) { [self] failure in finish(.failed(failure)) }
+        adapter = selected.adapter
+        guard selected.usable, let choice = selected.adapter else { return }
         perform(BlueZRequest.register(application, adapter: choice.path)) { [self] error in
             if let error {
                 let what = error.kind == .failed || error.kind == .notSupported ? "advertise on \(choice.name)" : "register the Bird service"

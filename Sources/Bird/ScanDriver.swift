@@ -75,17 +75,9 @@ public final class ScanDriver: @unchecked Sendable {
 
     private func begin() {
         guard !scanning else { return }
-        let step = AdapterStep.select(client, options) { [self] failure in finish(.failed(failure)) }
-        let choice: AdapterChoice
-        switch step {
-        case .missing: return finish(.failed(.noAdapter(options.adapterName)))
-        case .off(let off): return finish(.failed(.adapterOff(off.name)))
-        case .poweringOn(let pending):
-            adapter = pending
-            return
-        case .ready(let ready): choice = ready
-        }
-        adapter = choice
+        let selected = AdapterStep.selectNow(client, options) { [self] failure in finish(.failed(failure)) }
+        adapter = selected.adapter
+        guard selected.usable, let choice = selected.adapter else { return }
         scanning = true
         discovery.start(
             on: choice.path, onStarted: { [self] heard in heard.forEach(sighted) },
