@@ -37,6 +37,9 @@ public struct BirdCentral: Sendable {
     private var wasReady = false
     private var hasConnected = false
     private var anyBadValue = false
+    /// Connecting to a bird known from BlueZ's cache without having heard it:
+    /// if that fails, discovery decides (see `deviceKnown`).
+    private var connectingUnheard = false
     private var readings = 0
 
     public init(_ configuration: Configuration) {
@@ -131,6 +134,33 @@ public struct BirdCentral: Sendable {
         ]
     }
 
+    /// The bird asked for by address is in BlueZ's cache: connect to it
+    /// straight away, as `bluetoothctl connect` does, instead of waiting to
+    /// hear it advertise. If that fails or takes longer than
+    /// `unheardConnectTimeout`, the machine falls back to discovery, so a
+    /// cached bird that is out of range still ends as "not found".
+    public mutating func deviceKnown(_ sighting: Sighting) -> [Action] {
+        guard state == .scanning, configuration.address != nil, !hasConnected,
+            sighting.matches(address: configuration.address, minimumRSSI: nil)
+        else { return [] }
+        let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+        state = .connecting(peripheral, attempt: 1)
+        connectingUnheard = true
+        return [
+            .cancelTimer(.scan), .report(.found(peripheral, rssi: nil)),
+            .armTimer(.connect, min(configuration.connectTimeout, Self.unheardConnectTimeout)), .connect(peripheral.path),
+        ]
+    }
+
+    /// How long a connection to a cached, unheard bird may take before discovery.
+    public static let unheardConnectTimeout = Duration.milliseconds(2500)
+
+    /// A connection to an unheard cached bird failed: look for it instead.
+    private mutating func discoverInstead(of peripheral: Peripheral) -> [Action] {
+        connectingUnheard = false
+        return stopTimers() + [.disconnect(peripheral.path)] + beginScanning()
+    }
+
     /// SetDiscoveryFilter or StartDiscovery failed.
     public mutating func scanFailed(_ error: BlueZError) -> [Action] {
         guard state == .scanning else { return [] }
@@ -151,7 +181,10 @@ public struct BirdCentral: Sendable {
         case .success:
             state = .resolving(peripheral)
             hasConnected = true
+            connectingUnheard = false
             return [.report(.connected(peripheral))]
+        case .failure(let error) where connectingUnheard && error.kind != .permissionDenied:
+            return discoverInstead(of: peripheral)
         case .failure(let error) where error.isTransient && attempt < configuration.connectAttempts:
             state = .retryWait(peripheral, attempt: attempt + 1)
             let delay = configuration.retryBackoff * (1 << (attempt - 1))
@@ -320,6 +353,8 @@ public struct BirdCentral: Sendable {
         case (.retry, .retryWait(let peripheral, let attempt)):
             state = .connecting(peripheral, attempt: attempt)
             return [.connect(peripheral.path)]
+        case (.connect, .connecting(let peripheral, _)) where connectingUnheard:
+            return discoverInstead(of: peripheral)
         case (.connect, .connecting(let peripheral, _)), (.connect, .retryWait(let peripheral, _)),
             (.connect, .resolving(let peripheral)):
             var actions = stopTimers() + [.disconnect(peripheral.path)]

@@ -29,6 +29,11 @@ extension Sighting {
         self.init(device)
     }
 
+    /// A device BlueZ knows, heard or not (for `BirdCentral.deviceKnown`).
+    public init(known device: Device) {
+        self.init(device)
+    }
+
     private init(_ device: Device) {
         self.init(
             device: device.path, address: device.address, name: device.name ?? device.alias, rssi: device.rssi,

@@ -44,6 +44,8 @@ public final class CentralDriver: @unchecked Sendable {
     private var connectInFlight = false
     /// Devices that were connected before our Connect: not ours to disconnect.
     private var borrowedLinks: Set<ObjectPath> = []
+    /// Machines that were offered their bird from BlueZ's cache (once each).
+    private var offeredKnown: Set<Int> = []
     private var fleetReadings = 0
     /// --all: discovery is on for the fleet; `everReady`: it was at least once.
     private var fleetReady = false
@@ -187,6 +189,18 @@ public final class CentralDriver: @unchecked Sendable {
         for id in Array(machines.keys) { apply(id) { $0.deviceSighted(sighting) } }
     }
 
+    /// The bird a machine asks for by address, if BlueZ already knows it on
+    /// this adapter and has not offered it to that machine before.
+    private func knownTarget(of id: Int, on adapter: ObjectPath) -> Sighting? {
+        guard !options.all, let address = machines[id]?.configuration.address,
+            !offeredKnown.contains(id),
+            let device = client.tree.devices(on: adapter).first(where: { $0.address.uppercased() == address.uppercased() })
+        else { return nil }
+        offeredKnown.insert(id)
+        let sighting = Sighting(known: device)
+        return sighting.isBird ? sighting : nil
+    }
+
     private func resolved(_ device: ObjectPath) {
         let characteristics = client.tree.birdCharacteristics(of: device)
         for id in Array(machines.keys) {
@@ -215,6 +229,11 @@ public final class CentralDriver: @unchecked Sendable {
         switch action {
         case .startScanning:
             guard let adapter, !options.all || !discovery.isOn else { return }
+            if let known = knownTarget(of: id, on: adapter.path) {
+                // After the actions of this event: the machine is scanning by then.
+                connection.loop.execute { [self] in apply(id) { $0.deviceKnown(known) } }
+                return
+            }
             discovery.start(
                 on: adapter.path, onStarted: { [self] heard in heard.forEach(sighted) },
                 onFailure: { [self] error in apply(id) { $0.scanFailed(error) } })

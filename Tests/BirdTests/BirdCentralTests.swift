@@ -141,6 +141,44 @@ struct BirdCentralTests {
         #expect(off.central.scanFailed(BlueZError(.notReady)) == [])
     }
 
+    // MARK: A bird known from BlueZ's cache
+
+    @Test func aKnownBirdAskedForByAddressIsConnectedWithoutDiscovery() {
+        var m = Machine { $0.address = "F0:0D:B1:7D:00:01" }.scanning()
+        var known = birdSighting
+        known.rssi = nil
+        #expect(m.central.deviceKnown(known) == [
+            .cancelTimer(.scan), .report(.found(robin, rssi: nil)),
+            .armTimer(.connect, BirdCentral.unheardConnectTimeout), .connect(device),
+        ])
+        #expect(m.central.connectReplied(.success(())) == [.report(.connected(robin))])
+    }
+
+    @Test func aKnownBirdIsOnlyTakenForAnAddressedCommand() {
+        var any = Machine().scanning()
+        #expect(any.central.deviceKnown(birdSighting) == [])
+        var other = Machine { $0.address = "AA:AA:AA:AA:AA:AA" }.scanning()
+        #expect(other.central.deviceKnown(birdSighting) == [])
+    }
+
+    @Test func aKnownBirdThatDoesNotConnectIsLookedForInstead() {
+        var failed = Machine { $0.address = "F0:0D:B1:7D:00:01" }.scanning()
+        _ = failed.central.deviceKnown(birdSighting)
+        let actions = failed.central.connectReplied(.failure(transient))
+        #expect(actions.contains(.disconnect(device)))
+        #expect(Array(actions.suffix(2)) == [.startScanning, .armTimer(.scan, .seconds(10))])
+        // Heard now: an ordinary connection, with retries and the full deadline.
+        #expect(failed.central.deviceSighted(birdSighting).contains(.armTimer(.connect, .seconds(10))))
+        #expect(failed.central.connectReplied(.failure(transient)).last == .armTimer(.retry, .milliseconds(250)))
+
+        var slow = Machine { $0.address = "F0:0D:B1:7D:00:01" }.scanning()
+        _ = slow.central.deviceKnown(birdSighting)
+        let timedOut = slow.central.timerFired(.connect)
+        #expect(timedOut.contains(.disconnect(device)))
+        #expect(timedOut.contains(.startScanning))
+        #expect(slow.central.timerFired(.scan) == [.stopScanning, .finish(.failed(.notFound))])
+    }
+
     // MARK: Connecting
 
     @Test func transientFailuresRetryWithDoublingBackoffThenGiveUp() {

@@ -141,6 +141,28 @@ struct ReadTests {
         #expect(result.stdout == ["Robin"])
     }
 
+    @Test func aCachedBirdAskedForByAddressIsConnectedWithoutDiscovery() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let result = try await fake.birdctl("read", bird, "name")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == ["Robin"])
+        let calls = try await fake.calls()
+        #expect(!calls.contains { $0.hasPrefix("StartDiscovery") }, "\(calls)")
+        #expect(calls.contains("Connect \(birdPath)"))
+    }
+
+    @Test func aCachedBirdOutOfRangeIsLookedForAndNotFound() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true, visible: false)
+        let result = try await fake.birdctl("read", bird, "name", "--timeout", "1")
+        #expect(result.status == 6, "\(result.stderr)")
+        let calls = try await fake.calls()
+        // One direct attempt, then discovery: not retried as a heard bird would be.
+        #expect(calls.filter { $0.hasPrefix("Connect") }.count == 1, "\(calls)")
+        #expect(calls.contains("StartDiscovery /org/bluez/hci0"))
+    }
+
     @Test func theAddressSelectsTheBird() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()

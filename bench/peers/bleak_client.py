@@ -1,0 +1,42 @@
+'''bleak doing what birdctl does, written as a bleak user would:
+    bleak_client.py read  ADDRESS UUID
+    bleak_client.py watch ADDRESS UUID COUNT   (COUNT 0: until killed)
+Prints alpha lines as birdctl does ("HH:MM:SS.mmm  ADDRESS  alpha  0.42").'''
+
+import asyncio
+import sys
+from datetime import datetime
+
+from bleak import BleakClient, BleakScanner
+
+
+def line(address, data):
+    return f'{datetime.now().strftime("%H:%M:%S.%f")[:-3]}  {address}  alpha  {int(data.decode()) / 100:g}'
+
+
+async def main(mode, address, uuid, count):
+    device = await BleakScanner.find_device_by_address(address, timeout=3)
+    if device is None:
+        sys.exit(f'bleak: {address} not found')
+    async with BleakClient(device) as client:
+        print(line(address, await client.read_gatt_char(uuid)), flush=mode == 'read')
+        if mode == 'read':
+            return
+        printed = 1
+        done = asyncio.Event()
+
+        def notified(_, data):
+            nonlocal printed
+            if done.is_set():
+                return
+            sys.stdout.write(line(address, data) + '\n')
+            printed += 1
+            if count and printed >= count:
+                done.set()
+        await client.start_notify(uuid, notified)
+        await done.wait()
+        sys.stdout.flush()
+
+
+if __name__ == '__main__':
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0))

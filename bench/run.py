@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+'''`make bench`: birdctl beside the floor (bench/floor.c) and the BLE tools
+people use today, against the fake BlueZ on a private bus, in one run.
+
+    bench/run.py BIRDCTL FLOOR MEASURE VENV_PYTHON OUTPUT [--quick]
+
+Each job runs every tool several times; the table gives medians with
+min–max and the ratio to the floor. CPU and peak RSS come from wait4(2) of
+the tool's own process; wall times from this process's monotonic clock.
+'''
+
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import dbus
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from private_bluez import PrivateBlueZ  # noqa: E402
+
+ADDRESS = 'F0:0D:B1:7D:00:01'
+ALPHA = 'b7ac06dc-09ff-40ed-b03a-55d09b080003'
+ALPHA_PATH = '/org/bluez/hci0/dev_F0_0D_B1_7D_00_01/service000a/char000f'
+PEERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'peers')
+
+
+class Tool:
+    def __init__(self, name, read, watch):
+        self.name, self.read, self.watch = name, read, watch
+
+
+def tools(birdctl, floor, python):
+    return [
+        Tool('birdctl', [birdctl, 'read', ADDRESS, 'alpha'],
+             lambda n: [birdctl, 'watch', ADDRESS, 'alpha', '--count', str(n)] if n else
+             [birdctl, 'watch', ADDRESS, 'alpha']),
+        Tool('floor (C, libdbus)', [floor, 'read', ADDRESS, ALPHA], lambda n: [floor, 'watch', ADDRESS, ALPHA, str(n)]),
+        Tool('bleak', [python, os.path.join(PEERS, 'bleak_client.py'), 'read', ADDRESS, ALPHA],
+             lambda n: [python, os.path.join(PEERS, 'bleak_client.py'), 'watch', ADDRESS, ALPHA, str(n)]),
+        Tool('simplepyble', [python, os.path.join(PEERS, 'simpleble_client.py'), 'read', ADDRESS, ALPHA],
+             lambda n: [python, os.path.join(PEERS, 'simpleble_client.py'), 'watch', ADDRESS, ALPHA, str(n)]),
+    ]
+
+
+def add_bird(bluez):
+    bluez.control('AddBird', ADDRESS, 'Robin', dbus.ByteArray(b'#FF8800'), dbus.ByteArray(b'Robin'),
+                  dbus.ByteArray(b'80'), dbus.Int16(-50), True, True)
+
+
+class Run:
+    '''One tool process, started by bench/measure (which reports its CPU and
+    peak RSS); its stdout lines counted on a thread.'''
+
+    measure = None  # the measure binary, set by main
+
+    def __init__(self, command, env):
+        self.result = tempfile.NamedTemporaryFile(prefix='bench-', delete=False).name
+        self.started = time.monotonic()
+        self.process = subprocess.Popen([self.measure, self.result, *command], env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
+        self.lines = 0
+        self.last_line_at = None
+        self.first_line = b''
+        self.stderr = b''
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+        threading.Thread(target=lambda: setattr(self, 'stderr', self.process.stderr.read()), daemon=True).start()
+        self.pid = None
+        while self.pid is None:
+            with open(self.result) as result:
+                first = result.readline()
+            if first.endswith('\n'):
+                self.pid = int(first.split()[1])
+            else:
+                time.sleep(0.001)
+
+    def read(self):
+        for line in self.process.stdout:
+            if not self.lines:
+                self.first_line = line
+            self.lines += 1
+            self.last_line_at = time.monotonic()
+
+    def running(self):
+        return self.process.poll() is None
+
+    def wait_for_lines(self, count, timeout):
+        deadline = time.monotonic() + timeout
+        while self.lines < count and time.monotonic() < deadline and self.running():
+            time.sleep(0.01)
+        return self.lines >= count
+
+    def cpu_seconds(self):
+        '''The tool's CPU so far, from /proc (it is still running).'''
+        with open(f'/proc/{self.pid}/stat') as stat:
+            fields = stat.read().rsplit(')', 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+    def rss_kib(self):
+        with open(f'/proc/{self.pid}/status') as status:
+            return next(int(l.split()[1]) for l in status if l.startswith('VmRSS:'))
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self, timeout, kill=False):
+        '''Waits for exit (or kills it); returns (status, cpu s, peak RSS KiB, wall s).'''
+        if kill:
+            self.kill()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.process.wait()
+        wall = time.monotonic() - self.started
+        self.reader.join(5)
+        with open(self.result) as result:
+            fields = result.read().split()
+        os.unlink(self.result)
+        # "pid N exit S cpu SECONDS maxrss KIB"
+        return int(fields[3]), float(fields[5]), int(fields[7]), wall
+
+
+def wait_notifying(bluez, run, timeout=30):
+    characteristic = bluez.bus.get_object('org.bluez', ALPHA_PATH)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and run.running():
+        try:
+            if characteristic.Get('org.bluez.GattCharacteristic1', 'Notifying',
+                                  dbus_interface='org.freedesktop.DBus.Properties'):
+                return True
+        except dbus.DBusException:
+            pass
+        time.sleep(0.01)
+    return False
+
+
+# -- the jobs ------------------------------------------------------------------
+
+def job_read(tool, bluez, runs):
+    samples = []
+    for _ in range(runs):
+        run = Run(tool.read, bluez.env)
+        status, cpu, rss, wall = run.finish(60)
+        ok = status == 0 and run.first_line.rstrip().endswith(b'0.8')
+        samples.append({'wall': wall, 'cpu': cpu, 'rss': rss, 'ok': ok, 'status': status,
+                        'error': run.stderr.decode(errors='replace')[-300:]})
+    return samples
+
+
+def job_watch(tool, bluez, runs, count):
+    samples = []
+    for _ in range(runs):
+        run = Run(tool.watch(count + 1), bluez.env)  # the first line is the initial read
+        if not wait_notifying(bluez, run):
+            status, *_ = run.finish(5, kill=True)
+            samples.append({'ok': False, 'status': status, 'error': run.stderr.decode(errors='replace')[-300:]})
+            continue
+        burst_started = time.monotonic()
+        bluez.control('Burst', ADDRESS, ALPHA, dbus.UInt32(count), dbus.UInt32(101))
+        run.wait_for_lines(count + 1, timeout=120)
+        status, cpu, rss, _ = run.finish(10, kill=run.lines < count + 1)
+        samples.append({'ok': status == 0 and run.lines == count + 1, 'status': status,
+                        'cpu10k': cpu / (count / 10_000), 'wall': (run.last_line_at or time.monotonic()) - burst_started,
+                        'lost': count + 1 - run.lines, 'rss': rss,
+                        'error': run.stderr.decode(errors='replace')[-300:]})
+    return samples
+
+
+def job_idle(tool, bluez, seconds):
+    run = Run(tool.watch(0), bluez.env)
+    if not wait_notifying(bluez, run):
+        run.finish(5, kill=True)
+        return [{'ok': False, 'error': run.stderr.decode(errors='replace')[-300:]}]
+    time.sleep(0.5)  # let start-up settle
+    before = run.cpu_seconds()
+    time.sleep(seconds)
+    used = run.cpu_seconds() - before
+    run.finish(5, kill=True)
+    return [{'ok': True, 'idle': used}]
+
+
+def job_memory(tool, bluez, small, large):
+    '''Resident memory after `small` and after `large` notifications.'''
+    run = Run(tool.watch(0), bluez.env)
+    if not wait_notifying(bluez, run):
+        run.finish(5, kill=True)
+        return [{'ok': False, 'error': run.stderr.decode(errors='replace')[-300:]}]
+    bluez.control('Burst', ADDRESS, ALPHA, dbus.UInt32(small), dbus.UInt32(101))
+    run.wait_for_lines(small + 1, 60)
+    after_small = run.rss_kib()
+    sent = small
+    while sent < large:
+        chunk = min(100_000, large - sent)
+        bluez.control('Burst', ADDRESS, ALPHA, dbus.UInt32(chunk), dbus.UInt32(101))
+        sent += chunk
+        run.wait_for_lines(sent + 1, 120)
+    ok = run.lines == large + 1
+    after_large = run.rss_kib()
+    run.finish(5, kill=True)
+    return [{'ok': ok, 'small': after_small, 'large': after_large, 'lost': large + 1 - run.lines}]
+
+
+# -- the table -----------------------------------------------------------------
+
+def spread(values, scale=1.0, digits=0):
+    values = [v * scale for v in values]
+    if not values:
+        return '–'
+    median = statistics.median(values)
+    if len(values) == 1:
+        return f'{median:.{digits}f}'
+    return f'{median:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})'
+
+
+def ratio(values, floor_values):
+    if not values or not floor_values:
+        return '–'
+    return f'{statistics.median(values) / statistics.median(floor_values):.2f}×'
+
+
+def failures(samples):
+    bad = [s for s in samples if not s['ok']]
+    if not bad:
+        return ''
+    return f' ⚠ {len(bad)}/{len(samples)} failed (exit {bad[0].get("status")}: {bad[0].get("error", "").strip()[-120:]})'
+
+
+def main():
+    birdctl, floor, Run.measure, python, output = sys.argv[1:6]
+    quick = '--quick' in sys.argv
+    read_runs, watch_runs, count = (3, 1, 10_000) if quick else (10, 3, 100_000)
+    idle_seconds = 2 if quick else 10
+    memory_large = 100_000 if quick else 1_000_000
+    everyone = tools(birdctl, floor, python)
+    results = {t.name: {} for t in everyone}
+    started = time.monotonic()
+
+    def say(*parts):
+        print(*parts, file=sys.stderr, flush=True)
+
+    for tool in everyone:
+        with PrivateBlueZ() as bluez:
+            add_bird(bluez)
+            say(f'{tool.name}: read ×{read_runs}')
+            results[tool.name]['read'] = job_read(tool, bluez, read_runs)
+            say(f'{tool.name}: watch {count:,} notifications ×{watch_runs}')
+            results[tool.name]['watch'] = job_watch(tool, bluez, watch_runs, count)
+            say(f'{tool.name}: idle {idle_seconds} s')
+            results[tool.name]['idle'] = job_idle(tool, bluez, idle_seconds)
+        with PrivateBlueZ() as bluez:
+            bluez.control('AddCachedDevices', dbus.UInt32(10_000))
+            add_bird(bluez)
+            say(f'{tool.name}: read with 10,000 cached devices ×{read_runs}')
+            results[tool.name]['read10k'] = job_read(tool, bluez, read_runs)
+    memory = {}
+    for tool in everyone[:2]:  # birdctl and the floor: the flatness target is ours
+        with PrivateBlueZ() as bluez:
+            add_bird(bluez)
+            say(f'{tool.name}: memory after 10,000 and {memory_large:,} notifications')
+            memory[tool.name] = job_memory(tool, bluez, 10_000, memory_large)[0]
+
+    floor = results[everyone[1].name]
+
+    def ok(samples, key):
+        return [s[key] for s in samples if s['ok']]
+
+    lines = [f'birdctl benchmarks — {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, '
+             f'{platform.node()}, {os.cpu_count()} CPUs, {platform.release()}; '
+             f'`make bench{" QUICK=1" if quick else ""}`, {time.monotonic() - started:.0f} s',
+             '',
+             f'Medians (min–max). read: {read_runs} runs; watch: {watch_runs} runs of {count:,} notifications '
+             'from the fake BlueZ as fast as it emits them; ratios are to the floor.',
+             '',
+             '| tool | read wall ms | read CPU ms | read peak RSS MiB | read with 10k cached: wall / CPU ms '
+             '| watch CPU s per 10k | watch wall s to last line | lines lost | watch peak RSS MiB '
+             f'| idle CPU ms in {idle_seconds} s |',
+             '|---|---|---|---|---|---|---|---|---|---|']
+    for tool in everyone:
+        r = results[tool.name]
+        row = [tool.name,
+               f'{spread(ok(r["read"], "wall"), 1000)} · {ratio(ok(r["read"], "wall"), ok(floor["read"], "wall"))}',
+               spread(ok(r['read'], 'cpu'), 1000),
+               spread(ok(r['read'], 'rss'), 1 / 1024, 1),
+               f'{spread(ok(r["read10k"], "wall"), 1000)} / {spread(ok(r["read10k"], "cpu"), 1000)} · '
+               f'CPU {ratio(ok(r["read10k"], "cpu"), ok(r["read"], "cpu"))} of own read',
+               f'{spread(ok(r["watch"], "cpu10k"), 1, 3)} · '
+               f'{ratio(ok(r["watch"], "cpu10k"), ok(floor["watch"], "cpu10k"))}',
+               spread([s['wall'] for s in r['watch'] if 'wall' in s], 1, 2),
+               str(sum(s.get('lost', 0) for s in r['watch'])),
+               spread([s['rss'] for s in r['watch'] if 'rss' in s], 1 / 1024, 1),
+               spread(ok(r['idle'], 'idle'), 1000)]
+        problems = ''.join(failures(r[job]) for job in ('read', 'watch', 'idle', 'read10k'))
+        lines.append('| ' + ' | '.join(row) + ' |' + problems)
+    lines += ['', f'Resident memory of a running `watch` (MiB): after 10,000 and after {memory_large:,} notifications',
+              '', '| tool | after 10,000 | after ' + f'{memory_large:,}' + ' | growth | lines lost |', '|---|---|---|---|---|']
+    for name, m in memory.items():
+        if m['ok'] or 'small' in m:
+            lines.append(f'| {name} | {m["small"] / 1024:.1f} | {m["large"] / 1024:.1f} | '
+                         f'{(m["large"] - m["small"]) / 1024:+.2f} | {m["lost"]} |')
+        else:
+            lines.append(f'| {name} | failed: {m.get("error", "")[-120:]} | | | |')
+
+    b, f = results['birdctl'], floor
+    targets = [
+        ('watch CPU per 10k ≤ 2× the floor', ok(b['watch'], 'cpu10k'), ok(f['watch'], 'cpu10k'), 2.0),
+        ('read wall ≤ 1.5× the floor', ok(b['read'], 'wall'), ok(f['read'], 'wall'), 1.5),
+        # The fake's wall time to marshal 10,000 devices (0.3 s in dbus-python) is
+        # not bluetoothd's, so the client's own CPU is compared.
+        ('read with 10k cached ≤ 2× read with none (CPU)', ok(b['read10k'], 'cpu'), ok(b['read'], 'cpu'), 2.0),
+    ]
+    lines += ['', 'Targets (birdctl):', '']
+    for name, ours, reference, limit in targets:
+        if ours and reference:
+            value = statistics.median(ours) / statistics.median(reference)
+            lines.append(f'- {name}: {value:.2f}× — {"met" if value <= limit else "MISSED"}')
+    lost = sum(s.get('lost', 0) for s in b['watch'])
+    lines.append(f'- no lost lines: {lost} lost — {"met" if lost == 0 else "MISSED"}')
+    idle = ok(b['idle'], 'idle')
+    if idle:
+        lines.append(f'- idle CPU ≈ 0: {idle[0] * 1000:.0f} ms in {idle_seconds} s — '
+                     f'{"met" if idle[0] < 0.02 else "MISSED"}')
+    peak = max([s['rss'] for s in b['read'] + b['watch'] if 'rss' in s] or [0]) / 1024
+    lines.append(f'- peak RSS < 20 MiB: {peak:.1f} MiB — {"met" if peak < 20 else "MISSED"}')
+    m = memory.get('birdctl', {})
+    if 'small' in m:
+        growth = (m['large'] - m['small']) / 1024
+        lines.append(f'- flat memory (within 1 MiB from 10,000 to {memory_large:,} notifications): '
+                     f'{growth:+.2f} MiB — {"met" if abs(growth) <= 1 else "MISSED"}')
+
+    table = '\n'.join(lines) + '\n'
+    print(table)
+    with open(output, 'w') as out:
+        out.write(table)
+
+
+if __name__ == '__main__':
+    main()
