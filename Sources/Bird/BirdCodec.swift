@@ -8,12 +8,17 @@ public enum BirdCodec {
             .failure(BirdValueError(field: field, raw: raw, reason: reason))
         }
         guard raw.count <= maximumLength else { return failure("longer than \(maximumLength) bytes") }
-        guard let text = String(validating: raw, as: UTF8.self) else { return failure("not valid UTF-8") }
-        switch field {
-        case .name: return decodeName(text).mapError { BirdValueError(field: field, raw: raw, reason: $0.text) }
-        case .color: return decodeColor(text).mapError { BirdValueError(field: field, raw: raw, reason: $0.text) }
-        case .alpha: return decodeAlpha(text).mapError { BirdValueError(field: field, raw: raw, reason: $0.text) }
+        // ASCII (every valid colour and alpha) needs no UTF-8 validation.
+        if !raw.allSatisfy({ $0 < 0x80 }), String(validating: raw, as: UTF8.self) == nil {
+            return failure("not valid UTF-8")
         }
+        let result: Result<BirdValue, Reason>
+        switch field {
+        case .name: result = decodeName(String(decoding: raw, as: UTF8.self))
+        case .color: result = decodeColor(trimmingASCIIWhitespace(raw[...]))
+        case .alpha: result = decodeAlpha(trimmingASCIIWhitespace(raw[...]))
+        }
+        return result.mapError { BirdValueError(field: field, raw: raw, reason: $0.text) }
     }
 
     /// Parses a value typed by a person (flags, stdin lines): the same rules as on the air.
@@ -43,10 +48,8 @@ public enum BirdCodec {
         return .success(.name(name))
     }
 
-    private static func decodeColor(_ text: String) -> Result<BirdValue, Reason> {
-        var digits = Substring(trimmingASCIIWhitespace(text))
-        if digits.hasPrefix("#") { digits = digits.dropFirst() }
-        let bytes = Array(digits.utf8)
+    private static func decodeColor(_ text: ArraySlice<UInt8>) -> Result<BirdValue, Reason> {
+        let bytes = Array(text.first == UInt8(ascii: "#") ? text.dropFirst() : text)
         guard bytes.count == 6 || bytes.count == 8 else {
             return .failure(Reason(text: "expected #RRGGBB or #RRGGBBAA"))
         }
@@ -62,8 +65,7 @@ public enum BirdCodec {
             alpha: components.count == 4 ? components[3] : nil)))
     }
 
-    private static func decodeAlpha(_ text: String) -> Result<BirdValue, Reason> {
-        let digits = Array(trimmingASCIIWhitespace(text).utf8)
+    private static func decodeAlpha(_ digits: ArraySlice<UInt8>) -> Result<BirdValue, Reason> {
         guard !digits.isEmpty else { return .failure(Reason(text: "empty")) }
         guard digits.count <= 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             return .failure(Reason(text: "expected an integer 0…100"))
@@ -82,10 +84,11 @@ public enum BirdCodec {
         }
     }
 
-    private static func trimmingASCIIWhitespace(_ text: String) -> Substring {
-        let isSpace: (Character) -> Bool = { $0.isASCII && $0.isWhitespace }
-        let start = text.firstIndex { !isSpace($0) } ?? text.endIndex
-        let end = text.lastIndex { !isSpace($0) }.map(text.index(after:)) ?? start
-        return text[start..<max(start, end)]
+    /// Without leading and trailing ASCII whitespace (tab, LF, VT, FF, CR, space).
+    private static func trimmingASCIIWhitespace(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0D).contains($0) }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
+        let end = bytes.lastIndex { !isSpace($0) }.map { $0 + 1 } ?? start
+        return bytes[start..<max(start, end)]
     }
 }

@@ -60,9 +60,12 @@ public struct ObjectTree: Hashable, Sendable {
     public mutating func change(
         _ path: ObjectPath, interface: String, changed: Properties, invalidated: [String] = []
     ) -> Bool {
-        guard objects[path]?[interface] != nil else { return false }
-        for (name, value) in changed { objects[path]?[interface]?[name] = value }
-        for name in invalidated { objects[path]?[interface]?[name] = nil }
+        // One lookup of the path and the interface: this runs per notification.
+        guard let object = objects.index(forKey: path),
+            let slot = objects.values[object].index(forKey: interface)
+        else { return false }
+        for (name, value) in changed { objects.values[object].values[slot][name] = value }
+        for name in invalidated { objects.values[object].values[slot][name] = nil }
         return true
     }
 

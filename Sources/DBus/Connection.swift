@@ -296,8 +296,7 @@ public final class Connection: @unchecked Sendable {
             nameOwners[name] = args[2].string ?? ""
         }
         for (_, subscription) in subscriptions {
-            let owner = subscription.rule.sender.flatMap { nameOwners[$0] }
-            if subscription.rule.matches(message, senderOwner: owner) {
+            if subscription.rule.matches(message, nameOwners: nameOwners) {
                 subscription.handler(message)
             }
         }

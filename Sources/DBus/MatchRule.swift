@@ -44,16 +44,17 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
         return !sender.hasPrefix(":") && sender != busDriverName
     }
 
-    /// Whether this signal is one the rule selects. `senderOwner` is the unique
-    /// name currently owning a well-known `sender` (nil: not known yet, accept).
-    func matches(_ message: Message, senderOwner: String?) -> Bool {
+    /// Whether this signal is one the rule selects. `nameOwners` maps a
+    /// well-known `sender` to the unique name owning it (absent: not known
+    /// yet, accept); it is looked up only once everything else matched.
+    func matches(_ message: Message, nameOwners: [String: String]) -> Bool {
         if let interface, !message.hasInterface(interface) { return false }
         if let member, !message.hasMember(member) { return false }
         // Compared in place (no String per signal: this runs per notification).
         if let path, !message.hasPath(path) { return false }
         if let pathNamespace, !message.isPath(in: pathNamespace) { return false }
         if let sender {
-            let expected = hasWellKnownSender ? senderOwner : sender
+            let expected = hasWellKnownSender ? nameOwners[sender] : sender
             if let expected, !message.hasSender(expected) { return false }
         }
         if let arg0 {

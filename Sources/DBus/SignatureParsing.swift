@@ -20,6 +20,13 @@ extension Signature {
 
     /// For `a{kv}`, the key and value signatures.
     var dictionaryKeyAndValue: (Signature, Signature)? {
+        // The dictionaries BlueZ sends in every PropertiesChanged and tree, without parsing.
+        switch rawValue {
+        case "a{sv}": return ("s", "v")
+        case "a{sa{sv}}": return ("s", "a{sv}")
+        case "a{oa{sa{sv}}}": return ("o", "a{sa{sv}}")
+        default: break
+        }
         let s = rawValue
         guard s.hasPrefix("a{"), s.hasSuffix("}"),
             let parts = Signature(String(s.dropFirst(2).dropLast())).completeTypes,

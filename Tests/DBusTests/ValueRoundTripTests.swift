@@ -137,3 +137,27 @@ struct ValueRoundTripTests {
         #expect(Signature("z").completeTypes == nil)
     }
 }
+
+@Suite("Messages in their wire form")
+struct MessageWireTests {
+    @Test func everySampleValueSurvivesMarshallingAndValidation() throws {
+        let message = try Message.signal(path: "/wire", interface: "org.birdctl.Test", member: "All", arguments: sampleValues)
+        let reread = try Message.fromWire(try message.wireBytes())
+        #expect(reread.signature == message.signature)
+        #expect(try reread.arguments() == sampleValues)
+        #expect(reread.member == "All" && reread.path == "/wire")
+    }
+
+    @Test func bytesLibdbusRejectsAreAnErrorNotACrash() throws {
+        let good = try Message.signal(path: "/wire", interface: "org.birdctl.Test", member: "One", arguments: [.string("x")])
+            .wireBytes()
+        var truncated = good
+        truncated.removeLast(3)
+        var badSignature = good
+        // The body's string length now runs past the end of the message.
+        badSignature[badSignature.count - 6] = 0x7F
+        for bytes in [[], [0x6C], truncated, badSignature, Array(repeating: 0xFF, count: 64)] {
+            #expect(throws: DBusError.self) { try Message.fromWire(bytes) }
+        }
+    }
+}

@@ -20,8 +20,16 @@ struct ReportFormatter {
             object.add("source", notified ? "notify" : "read")
             return object.rendered
         }
-        let time = dim(Timestamp.clock())
-        return "\(time)  \(peripheral.address)  \(bold(pad(value.field.rawValue, 5)))  \(styled(value))"
+        // Appended piece by piece: this runs per notification.
+        var line = dim(Timestamp.clock())
+        line.reserveCapacity(48)
+        line += "  "
+        line += peripheral.address
+        line += "  "
+        line += bold(pad(value.field.rawValue, 5))
+        line += "  "
+        line += styled(value)
+        return line
     }
 
     /// A `bad_value` JSON Lines event.
@@ -121,7 +129,8 @@ struct ReportFormatter {
     func dim(_ s: String) -> String { color ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
     func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
 
+    /// Pads ASCII text (field names) to `width`.
     func pad(_ s: String, _ width: Int) -> String {
-        s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
+        s.utf8.count >= width ? s : s + String(repeating: " ", count: width - s.utf8.count)
     }
 }

@@ -1,19 +1,47 @@
 import Glibc
+import Synchronization
 
-/// Wall-clock timestamps for output lines.
+/// Wall-clock timestamps for output lines. Formatted digit by digit: a
+/// `watch` prints one per notification, and string interpolation of padded
+/// numbers cost more than the rest of the line.
 enum Timestamp {
     /// `2026-11-22T03:44:09.123Z` (UTC), for JSON.
     static func iso8601() -> String {
         let (parts, milliseconds) = now(local: false)
-        return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T"
-            + "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)).\(pad(milliseconds, 3))Z"
+        var text = Digits(capacity: 24)
+        text.append(parts.tm_year + 1900, width: 4, then: "-")
+        text.append(parts.tm_mon + 1, width: 2, then: "-")
+        text.append(parts.tm_mday, width: 2, then: "T")
+        text.appendTime(parts, milliseconds)
+        text.bytes.append(UInt8(ascii: "Z"))
+        return text.string
     }
 
     /// `03:44:09.123` (local time), for people.
     static func clock() -> String {
-        let (parts, milliseconds) = now(local: true)
-        return "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)).\(pad(milliseconds, 3))"
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        let milliseconds = Int32(time.tv_nsec / 1_000_000)
+        // localtime_r is most of the cost; a stream prints many lines a second.
+        let prefix = lastSecond.withLock { last in
+            if let last, last.second == time.tv_sec { return last.text }
+            var seconds = time.tv_sec
+            var parts = tm()
+            localtime_r(&seconds, &parts)
+            var text = Digits(capacity: 9)
+            text.append(parts.tm_hour, width: 2, then: ":")
+            text.append(parts.tm_min, width: 2, then: ":")
+            text.append(parts.tm_sec, width: 2, then: ".")
+            last = (time.tv_sec, text.string)
+            return text.string
+        }
+        var text = Digits(capacity: 3)
+        text.append(milliseconds, width: 3)
+        return prefix + text.string
     }
+
+    /// The local `HH:MM:SS.` of the last second formatted.
+    private static let lastSecond = Mutex<(second: Int, text: String)?>(nil)
 
     private static func now(local: Bool) -> (tm, Int32) {
         var time = timespec()
@@ -24,8 +52,30 @@ enum Timestamp {
         return (parts, Int32(time.tv_nsec / 1_000_000))
     }
 
-    private static func pad(_ value: Int32, _ width: Int = 2) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    /// ASCII being built: zero-padded numbers and separators.
+    private struct Digits {
+        var bytes: [UInt8] = []
+
+        init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+        mutating func append(_ value: Int32, width: Int, then separator: Unicode.Scalar? = nil) {
+            var divisor: Int32 = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(48 + (value / divisor) % 10))
+                divisor /= 10
+            }
+            if let separator { bytes.append(UInt8(ascii: separator)) }
+        }
+
+        /// `HH:MM:SS.mmm`
+        mutating func appendTime(_ parts: tm, _ milliseconds: Int32) {
+            append(parts.tm_hour, width: 2, then: ":")
+            append(parts.tm_min, width: 2, then: ":")
+            append(parts.tm_sec, width: 2, then: ".")
+            append(milliseconds, width: 3)
+        }
+
+        var string: String { String(decoding: bytes, as: UTF8.self) }
     }
 }

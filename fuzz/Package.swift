@@ -1,0 +1,19 @@
+// swift-tools-version: 6.0
+// libFuzzer targets for birdctl (`make fuzz`), kept out of the main package
+// because they only link with -sanitize=fuzzer. Each target checks what must
+// hold for any input and traps (a crash the fuzzer keeps) when it does not.
+import PackageDescription
+
+let package = Package(
+    name: "birdctl-fuzz",
+    dependencies: [.package(name: "birdctl", path: "..")],
+    targets: [
+        // The Bird value decoders: bytes from a radio we do not control.
+        .executableTarget(name: "FuzzBirdValues", dependencies: [.product(name: "Bird", package: "birdctl")]),
+        // libdbus-validated messages decoded into DBusValue trees and back.
+        .executableTarget(name: "FuzzDBusMessages", dependencies: [.product(name: "DBus", package: "birdctl")]),
+        // `birdctl serve`'s stdin lines.
+        .executableTarget(name: "FuzzServeLines", dependencies: [.product(name: "Bird", package: "birdctl")]),
+    ],
+    swiftLanguageModes: [.v6]
+)
