@@ -40,6 +40,8 @@ public struct BirdCentral: Sendable {
     /// Connecting to a bird known from BlueZ's cache without having heard it:
     /// if that fails, discovery decides (see `deviceKnown`).
     private var connectingUnheard = false
+    /// Fields whose StartNotify failed on the current link.
+    private var unsubscribed: Set<BirdField> = []
     private var readings = 0
 
     public init(_ configuration: Configuration) {
@@ -299,19 +301,48 @@ public struct BirdCentral: Sendable {
             return actions + [.disconnect(link.peripheral.path), .finish(anyBadValue ? .badValue : .success)]
         }
         state = .subscribing(link, pending: Set(configuration.fields))
+        unsubscribed = []
         return actions + configuration.fields.map { .startNotify($0, link.characteristics[$0]!) }
     }
 
     public mutating func notifyStarted(_ field: BirdField, _ result: Result<Void, BlueZError>) -> [Action] {
         guard case .subscribing(let link, var pending) = state, pending.remove(field) != nil else { return [] }
+        var actions: [Action] = []
         if case .failure(let error) = result {
-            let actions = cleanUp(link, subscribed: true)
-                + [.finish(.failed(.failed("subscribe to \(field)", error)))]
-            state = .finished
-            return actions
+            // One field that cannot be subscribed is reported; the others stream.
+            // With none left there is nothing to watch.
+            unsubscribed.insert(field)
+            guard unsubscribed.count < configuration.fields.count else {
+                state = .finished
+                return cleanUp(link, subscribed: true) + [.finish(.failed(.failed("subscribe to \(field)", error)))]
+            }
+            actions.append(.report(.operationFailed(link.peripheral, "subscribe to \(field)", error)))
         }
         state = pending.isEmpty ? .streaming(link) : .subscribing(link, pending: pending)
-        return []
+        return actions
+    }
+
+    /// A characteristic left BlueZ's tree while the link stayed up (the
+    /// peripheral's GATT database changed). If it is one of ours, a watch
+    /// reports it and reconnects to resolve the services again; a read or
+    /// write fails.
+    public mutating func characteristicRemoved(_ path: ObjectPath) -> [Action] {
+        let link: Link
+        let subscribed: Bool
+        switch state {
+        case .reading(let l, _), .writing(let l): (link, subscribed) = (l, false)
+        case .subscribing(let l, _), .streaming(let l): (link, subscribed) = (l, true)
+        default: return []
+        }
+        guard let field = link.field(of: path) else { return [] }
+        let error = BlueZError(.doesNotExist, message: "the \(field) characteristic went away")
+        let actions = stopTimers() + cleanUp(link, subscribed: subscribed)
+        guard configuration.reconnects else {
+            state = .finished
+            return actions + [.finish(.failed(.failed("use \(field)", error)))]
+        }
+        return actions + [.report(.operationFailed(link.peripheral, "watch \(field)", error)),
+                          .report(.disconnected(link.peripheral))] + beginScanning()
     }
 
     /// A characteristic's value changed (a notification).

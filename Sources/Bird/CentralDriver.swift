@@ -134,6 +134,15 @@ public final class CentralDriver: @unchecked Sendable {
             if changed.contains("ServicesResolved"), device.servicesResolved {
                 resolved(device.path)
             }
+        case .characteristicRemoved(let path):
+            // A dropping link unresolves its services before the objects go:
+            // that is the disconnect's business, not a changed GATT database.
+            for id in Array(machines.keys) {
+                guard let device = machines[id]?.currentDevice, path.isDescendant(of: device),
+                    client.tree.device(device)?.servicesResolved == true
+                else { continue }
+                apply(id) { $0.characteristicRemoved(path) }
+            }
         case .characteristicAdded(let characteristic):
             // Late GATT objects of a device already marked resolved.
             if let device = client.tree.service(characteristic.service)?.device,

@@ -1,4 +1,5 @@
 import DBus
+import Glibc
 
 /// One BlueZ method call and how to read its reply. Operations are values so
 /// that a driver can hold, log and perform them the same way.
@@ -12,7 +13,7 @@ public struct BlueZRequest<Output: Sendable>: Sendable {
 
     init(
         _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
-        timeout: Duration = .seconds(25), decode: @escaping @Sendable ([DBusValue]) throws(BlueZError) -> Output
+        timeout: Duration = blueZCallTimeout, decode: @escaping @Sendable ([DBusValue]) throws(BlueZError) -> Output
     ) {
         self.path = path
         self.interface = interface
@@ -23,9 +24,21 @@ public struct BlueZRequest<Output: Sendable>: Sendable {
     }
 }
 
+/// How long to wait for bluetoothd to answer a call: libdbus's 25 s, or
+/// `BIRDCTL_CALL_TIMEOUT` seconds (for scripts that would rather fail fast
+/// when bluetoothd hangs, and for tests of that).
+public let blueZCallTimeout: Duration = {
+    if let text = getenv("BIRDCTL_CALL_TIMEOUT").map({ String(cString: $0) }), let seconds = Double(text),
+        seconds > 0, seconds < 86_400
+    {
+        return .milliseconds(Int(seconds * 1000))
+    }
+    return .seconds(25)
+}()
+
 extension BlueZRequest where Output == Void {
     init(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
-         timeout: Duration = .seconds(25)) {
+         timeout: Duration = blueZCallTimeout) {
         self.init(path, interface, member, arguments, timeout: timeout) { _ throws(BlueZError) in }
     }
 
@@ -60,7 +73,7 @@ extension BlueZRequest where Output == Void {
     }
 
     /// Connects; BlueZ answers when the link is up (services resolve later).
-    public static func connect(device: ObjectPath, timeout: Duration = .seconds(25)) -> Self {
+    public static func connect(device: ObjectPath, timeout: Duration = blueZCallTimeout) -> Self {
         Self(device, BlueZNames.device, "Connect", timeout: timeout)
     }
 

@@ -65,6 +65,11 @@ private enum MessageDecoder {
             return .double(basic.dbl)
         case code("h"):
             dbus_message_iter_get_basic(&iter, &basic)
+            // A message can name a descriptor it does not carry (libdbus gives
+            // -1): malformed, not a value to pass on (found by fuzzing).
+            guard basic.fd >= 0 else {
+                throw DBusError(.invalidArgs, "the message names a unix fd it does not carry")
+            }
             return .unixFD(basic.fd)
         case code("s"), code("o"), code("g"):
             dbus_message_iter_get_basic(&iter, &basic)

@@ -336,6 +336,36 @@ struct BirdCentralTests {
         #expect(m.central.valueChanged(characteristics[.alpha]!, Array("55".utf8)) == [])
     }
 
+    @Test func aRefusedSubscriptionIsReportedWhileTheOthersStream() {
+        var m = Machine(.watch(reconnect: true)).reading()
+        for field in BirdField.allCases { _ = m.central.readCompleted(field, .success(Array("80".utf8))) }
+        let refused = BlueZError(.notPermitted, message: "Notify not permitted")
+        #expect(m.central.notifyStarted(.name, .failure(refused)) == [
+            .report(.operationFailed(robin, "subscribe to name", refused)),
+        ])
+        _ = m.central.notifyStarted(.color, .success(()))
+        _ = m.central.notifyStarted(.alpha, .success(()))
+        #expect(m.central.valueChanged(characteristics[.alpha]!, Array("55".utf8)).count == 1)
+
+        var none = Machine(.watch(reconnect: true), fields: [.alpha]).reading()
+        _ = none.central.readCompleted(.alpha, .success(Array("80".utf8)))
+        #expect(none.central.notifyStarted(.alpha, .failure(refused)).last
+            == .finish(.failed(.operationFailed("subscribe to alpha", refused))))
+    }
+
+    @Test func aCharacteristicGoingAwayMakesAWatchReconnectAndAReadFail() {
+        var watch = Machine(.watch(reconnect: true)).streaming()
+        let actions = watch.central.characteristicRemoved(characteristics[.alpha]!)
+        #expect(actions.contains(.disconnect(device)))
+        #expect(actions.contains(.report(.disconnected(robin))))
+        #expect(actions.suffix(1) == [.startScanning])
+        var read = Machine().reading()
+        #expect(read.central.characteristicRemoved(characteristics[.alpha]!).last
+            == .finish(.failed(.operationFailed("use alpha", BlueZError(.doesNotExist, message: "the alpha characteristic went away")))))
+        var other = Machine(.watch(reconnect: true)).streaming()
+        #expect(other.central.characteristicRemoved("/org/bluez/hci0/dev_AA/service0001/char0002") == [])
+    }
+
     @Test func countStopsTheStreamCleanly() {
         var m = Machine(.watch(reconnect: true), fields: [.alpha]) { $0.maximumReadings = 3 }.reading()
         _ = m.central.readCompleted(.alpha, .success(Array("1".utf8)))
