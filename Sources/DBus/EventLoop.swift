@@ -29,7 +29,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private let wakeFD: Int32
-    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = EventLoopInbox()
     private let loopThread = Atomic<UInt>(0)
     private let stopRequested = Atomic<Bool>(false)
     private let hasEnded = Atomic<Bool>(false)
@@ -61,7 +61,7 @@ public final class EventLoop: @unchecked Sendable {
             work()
             return
         }
-        inbox.withLock { $0.append(work) }
+        inbox.post(work)
         wakeUp()
     }
 
@@ -188,11 +188,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runInbox() {
-        let work = inbox.withLock { queue -> [@Sendable () -> Void] in
-            defer { queue.removeAll() }
-            return queue
-        }
-        for item in work { item() }
+        for item in inbox.takeAll() { item() }
     }
 
     private func pollTimeoutMilliseconds() -> Int32 {
