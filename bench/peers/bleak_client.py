@@ -5,36 +5,29 @@ Prints alpha lines as birdctl does ("HH:MM:SS.mmm  ADDRESS  alpha  0.42").'''
 
 import asyncio
 import sys
-from datetime import datetime
 
 from bleak import BleakClient, BleakScanner
 
-
-def line(address, data):
-    return f'{datetime.now().strftime("%H:%M:%S.%f")[:-3]}  {address}  alpha  {int(data.decode()) / 100:g}'
+from lines import Printer, line
 
 
 async def main(mode, address, uuid, count):
-    device = await BleakScanner.find_device_by_address(address, timeout=3)
+    device = await BleakScanner.find_device_by_address(address, timeout=10)
     if device is None:
         sys.exit(f'bleak: {address} not found')
     async with BleakClient(device) as client:
         print(line(address, await client.read_gatt_char(uuid)), flush=mode == 'read')
         if mode == 'read':
             return
-        printed = 1
-        done = asyncio.Event()
+        printer = Printer(address, count)
+        finished = asyncio.Event()  # bleak calls back on the event loop: no polling
 
         def notified(_, data):
-            nonlocal printed
-            if done.is_set():
-                return
-            sys.stdout.write(line(address, data) + '\n')
-            printed += 1
-            if count and printed >= count:
-                done.set()
+            printer(data)
+            if printer.done.is_set():
+                finished.set()
         await client.start_notify(uuid, notified)
-        await done.wait()
+        await finished.wait()
         sys.stdout.flush()
 
 

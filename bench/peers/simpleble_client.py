@@ -15,10 +15,6 @@ import simplepyble
 BIRD_SERVICE = 'b7ac06dc-09ff-40ed-b03a-55d09b08eb4a'
 
 
-def line(address, data):
-    return f'{datetime.now().strftime("%H:%M:%S.%f")[:-3]}  {address}  alpha  {int(bytes(data).decode()) / 100:g}'
-
-
 def find(adapter, address):
     found = threading.Event()
     adapter.set_callback_on_scan_found(lambda p: p.address().upper() == address.upper() and found.set())
@@ -37,19 +33,9 @@ def main(mode, address, uuid, count):
     peripheral.connect()
     print(line(address, peripheral.read(BIRD_SERVICE, uuid)), flush=mode == 'read')
     if mode == 'watch':
-        printed = 1
-        done = threading.Event()
-
-        def notified(data):
-            nonlocal printed
-            if done.is_set():
-                return
-            sys.stdout.write(line(address, data) + '\n')
-            printed += 1
-            if count and printed >= count:
-                done.set()
-        peripheral.notify(BIRD_SERVICE, uuid, notified)
-        while not done.wait(1):
+        printer = Printer(address, count)
+        peripheral.notify(BIRD_SERVICE, uuid, printer)
+        while not printer.done.wait(1):
             pass
         sys.stdout.flush()
     peripheral.disconnect()
