@@ -7,10 +7,10 @@ address is seen.'''
 import os
 import sys
 import threading
-import time
-from datetime import datetime
 
 import simplepyble
+
+from lines import Printer, line
 
 BIRD_SERVICE = 'b7ac06dc-09ff-40ed-b03a-55d09b08eb4a'
 
