@@ -279,5 +279,8 @@ int main(int argc, char **argv) {
         dbus_message_unref(signal);
     }
     fflush(stdout);
+    /* Unsubscribe, as a client that leaves should. */
+    message = method(char_path, "org.bluez.GattCharacteristic1", "StopNotify");
+    dbus_message_unref(send_and_wait(message));
     return 0;
 }
