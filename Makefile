@@ -37,11 +37,10 @@ install:
 build: deps
 	$(SWIFT) build
 
-# Everything CI runs: the tests, the fuzzers' kept inputs, and the tests again
-# under AddressSanitizer (and the concurrent layers under ThreadSanitizer).
-# The real-BlueZ tier (make test-vm) joins once all its scenarios pass every
-# time: see the README.
-test: test-unit fuzz-regress sanitize
+# Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
+# under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
+# and the real-BlueZ tier in a VM.
+test: test-unit fuzz-regress sanitize test-vm
 
 test-unit: deps
 	$(SWIFT) build --build-tests
