@@ -37,10 +37,11 @@ install:
 build: deps
 	$(SWIFT) build
 
-# Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
-# under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
-# and the real-BlueZ tier in a VM.
-test: test-unit fuzz-regress sanitize test-vm
+# Everything CI runs: the tests, the fuzzers' kept inputs, and the tests again
+# under AddressSanitizer (and the concurrent layers under ThreadSanitizer).
+# The real-BlueZ tier (make test-vm) joins once every scenario passes on every
+# run; its bluetoothctl cross-check still fails now and then (see the README).
+test: test-unit fuzz-regress sanitize
 
 test-unit: deps
 	$(SWIFT) build --build-tests
