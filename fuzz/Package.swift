@@ -10,12 +10,14 @@ let package = Package(
     targets: [
         // libFuzzer's driver as each target's entry point.
         .target(name: "FuzzMain"),
+        // What every target checks with.
+        .target(name: "FuzzSupport"),
         // The Bird value decoders: bytes from a radio we do not control.
-        .executableTarget(name: "FuzzBirdValues", dependencies: ["FuzzMain", .product(name: "Bird", package: "birdctl")]),
+        .executableTarget(name: "FuzzBirdValues", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
         // libdbus-validated messages decoded into DBusValue trees and back.
-        .executableTarget(name: "FuzzDBusMessages", dependencies: ["FuzzMain", .product(name: "DBus", package: "birdctl")]),
+        .executableTarget(name: "FuzzDBusMessages", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "DBus", package: "birdctl")]),
         // `birdctl serve`'s stdin lines.
-        .executableTarget(name: "FuzzServeLines", dependencies: ["FuzzMain", .product(name: "Bird", package: "birdctl")]),
+        .executableTarget(name: "FuzzServeLines", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
     ],
     swiftLanguageModes: [.v6]
 )

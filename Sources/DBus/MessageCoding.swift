@@ -1,4 +1,5 @@
 import CDBus
+import Glibc
 
 // Marshalling between DBusValue trees and libdbus message iterators.
 
@@ -109,10 +110,9 @@ private enum MessageDecoder {
             return .bytes(Array(UnsafeRawBufferPointer(start: pointer, count: Int(count))))
         }
 
-        let arraySignature = signature(of: &iter)
         if elementType == code("e") {
-            guard let (keySig, valueSig) = arraySignature.dictionaryKeyAndValue else {
-                throw DBusError(.invalidSignature, "malformed dictionary signature '\(arraySignature)'")
+            guard let (keySig, valueSig) = dictionarySignatures(of: &iter) else {
+                throw DBusError(.invalidSignature, "malformed dictionary signature '\(signature(of: &iter))'")
             }
             var entries: [DictEntry] = []
             while dbus_message_iter_get_arg_type(&sub) == code("e") {
@@ -127,13 +127,27 @@ private enum MessageDecoder {
             return .dictionary(key: keySig, value: valueSig, entries)
         }
 
-        let element = Signature(String(arraySignature.rawValue.dropFirst()))
+        let element = Signature(String(signature(of: &iter).rawValue.dropFirst()))
         var items: [DBusValue] = []
         while dbus_message_iter_get_arg_type(&sub) != 0 {
             items.append(try decode(&sub))
             dbus_message_iter_next(&sub)
         }
         return .array(element: element, items)
+    }
+
+    /// A dictionary array's key and value signatures, split on libdbus's own
+    /// validated C string `a{KV}`: the key is one basic type code, so no
+    /// parsing (this runs for every dictionary of every message received).
+    private static func dictionarySignatures(of iter: inout DBusMessageIter) -> (Signature, Signature)? {
+        guard let cString = dbus_message_iter_get_signature(&iter) else { return nil }
+        defer { dbus_free(cString) }
+        let bytes = UnsafeRawBufferPointer(start: cString, count: strlen(cString))
+        guard bytes.count >= 5, bytes[0] == UInt8(ascii: "a"), bytes[1] == UInt8(ascii: "{"),
+            bytes[bytes.count - 1] == UInt8(ascii: "}")
+        else { return nil }
+        return (Signature(String(decoding: bytes[2..<3], as: UTF8.self)),
+                Signature(String(decoding: bytes[3..<(bytes.count - 1)], as: UTF8.self)))
     }
 
     private static func signature(of iter: inout DBusMessageIter) -> Signature {

@@ -18,23 +18,6 @@ extension Signature {
     /// True when this is exactly one complete type.
     public var isSingleCompleteType: Bool { completeTypes?.count == 1 }
 
-    /// For `a{kv}`, the key and value signatures.
-    var dictionaryKeyAndValue: (Signature, Signature)? {
-        // The dictionaries BlueZ sends in every PropertiesChanged and tree, without parsing.
-        switch rawValue {
-        case "a{sv}": return ("s", "v")
-        case "a{sa{sv}}": return ("s", "a{sv}")
-        case "a{oa{sa{sv}}}": return ("o", "a{sa{sv}}")
-        default: break
-        }
-        let s = rawValue
-        guard s.hasPrefix("a{"), s.hasSuffix("}"),
-            let parts = Signature(String(s.dropFirst(2).dropLast())).completeTypes,
-            parts.count == 2
-        else { return nil }
-        return (parts[0], parts[1])
-    }
-
     private static let basicCodes = Set("ybnqiuxtdsogh".utf8)
 
     /// Index just past the complete type that starts at `start`; nil if malformed.

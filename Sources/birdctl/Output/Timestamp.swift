@@ -12,8 +12,8 @@ enum Timestamp {
         text.append(parts.tm_year + 1900, width: 4, then: "-")
         text.append(parts.tm_mon + 1, width: 2, then: "-")
         text.append(parts.tm_mday, width: 2, then: "T")
-        text.appendTime(parts, milliseconds)
-        text.bytes.append(UInt8(ascii: "Z"))
+        text.appendSeconds(parts)
+        text.append(milliseconds, width: 3, then: "Z")
         return text.string
     }
 
@@ -29,9 +29,7 @@ enum Timestamp {
             var parts = tm()
             localtime_r(&seconds, &parts)
             var text = Digits(capacity: 9)
-            text.append(parts.tm_hour, width: 2, then: ":")
-            text.append(parts.tm_min, width: 2, then: ":")
-            text.append(parts.tm_sec, width: 2, then: ".")
+            text.appendSeconds(parts)
             last = (time.tv_sec, text.string)
             return text.string
         }
@@ -68,12 +66,11 @@ enum Timestamp {
             if let separator { bytes.append(UInt8(ascii: separator)) }
         }
 
-        /// `HH:MM:SS.mmm`
-        mutating func appendTime(_ parts: tm, _ milliseconds: Int32) {
+        /// `HH:MM:SS.` (the milliseconds follow).
+        mutating func appendSeconds(_ parts: tm) {
             append(parts.tm_hour, width: 2, then: ":")
             append(parts.tm_min, width: 2, then: ":")
             append(parts.tm_sec, width: 2, then: ".")
-            append(milliseconds, width: 3)
         }
 
         var string: String { String(decoding: bytes, as: UTF8.self) }

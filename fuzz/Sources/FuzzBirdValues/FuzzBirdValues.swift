@@ -1,4 +1,5 @@
 import Bird
+import FuzzSupport
 
 /// Any bytes, as each field: a value decodes or is an error naming the field
 /// and carrying the exact bytes; a decoded value re-encodes to bytes that
@@ -23,10 +24,4 @@ public func fuzzBirdValues(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     return 0
-}
-
-/// A broken invariant: a crash libFuzzer keeps, with a message that
-/// survives -O (precondition's does not).
-func require(_ condition: Bool, _ message: @autoclosure () -> String = "") {
-    if !condition { fatalError(message()) }
 }

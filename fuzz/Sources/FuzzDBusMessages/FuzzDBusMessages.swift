@@ -1,4 +1,5 @@
 import DBus
+import FuzzSupport
 
 /// Any bytes as a D-Bus message off the wire. What libdbus accepts must
 /// decode into a DBusValue tree that is valid, prints, and survives a round
@@ -33,10 +34,4 @@ public func fuzzDBusMessages(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
         fatalError("re-encoding \(message.signature) \(values) failed: \(error)")
     }
     return 0
-}
-
-/// A broken invariant: a crash libFuzzer keeps, with a message that
-/// survives -O (precondition's does not).
-func require(_ condition: Bool, _ message: @autoclosure () -> String = "") {
-    if !condition { fatalError(message()) }
 }

@@ -1,4 +1,5 @@
 import Bird
+import FuzzSupport
 
 /// Any text as `serve` stdin lines: each is skipped, refused with a reason,
 /// or assigns a value that the central would decode back to the same value.
@@ -17,10 +18,4 @@ public func fuzzServeLines(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     return 0
-}
-
-/// A broken invariant: a crash libFuzzer keeps, with a message that
-/// survives -O (precondition's does not).
-func require(_ condition: Bool, _ message: @autoclosure () -> String = "") {
-    if !condition { fatalError(message()) }
 }
