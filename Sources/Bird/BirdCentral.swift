@@ -2,8 +2,10 @@ import BlueZ
 import DBus
 
 /// The central's state machine, after CoreBluetooth's flow: wait for
-/// Bluetooth → scan → connect → resolve services → read → subscribe → stream
-/// → (disconnected) → scan again. It does no I/O: each event is one mutating
+/// Bluetooth → scan → connect → resolve services → (watch: subscribe) → read
+/// → (watch: stream → disconnected → scan again). A watch subscribes before
+/// it reads, so a change between its first reading and its subscription
+/// cannot be missed. It does no I/O: each event is one mutating
 /// method that returns the actions for the driver to perform, timers included.
 public struct BirdCentral: Sendable {
     public let configuration: Configuration
@@ -15,6 +17,7 @@ public struct BirdCentral: Sendable {
         case retryWait(Peripheral, attempt: Int)
         /// Connected; waiting for ServicesResolved.
         case resolving(Peripheral)
+        /// A watch reads once subscribed; a read only reads.
         case reading(Link, pending: Set<BirdField>)
         case writing(Link)
         case subscribing(Link, pending: Set<BirdField>)
@@ -224,8 +227,17 @@ public struct BirdCentral: Sendable {
             state = .writing(link)
             return actions + [.write(value.field, characteristics[value.field]!, BirdCodec.encode(value))]
         }
+        if configuration.isWatch {
+            state = .subscribing(link, pending: Set(configuration.fields))
+            unsubscribed = []
+            return actions + configuration.fields.map { .startNotify($0, characteristics[$0]!) }
+        }
+        return actions + beginReading(link)
+    }
+
+    private mutating func beginReading(_ link: Link) -> [Action] {
         state = .reading(link, pending: Set(configuration.fields))
-        return actions + configuration.fields.map { .read($0, characteristics[$0]!) }
+        return configuration.fields.map { .read($0, link.characteristics[$0]!) }
     }
 
     /// The write (with response) of `set` completed.
@@ -300,9 +312,8 @@ public struct BirdCentral: Sendable {
             state = .finished
             return actions + [.disconnect(link.peripheral.path), .finish(anyBadValue ? .badValue : .success)]
         }
-        state = .subscribing(link, pending: Set(configuration.fields))
-        unsubscribed = []
-        return actions + configuration.fields.map { .startNotify($0, link.characteristics[$0]!) }
+        state = .streaming(link)
+        return actions
     }
 
     public mutating func notifyStarted(_ field: BirdField, _ result: Result<Void, BlueZError>) -> [Action] {
@@ -318,8 +329,11 @@ public struct BirdCentral: Sendable {
             }
             actions.append(.report(.operationFailed(link.peripheral, "subscribe to \(field)", error)))
         }
-        state = pending.isEmpty ? .streaming(link) : .subscribing(link, pending: pending)
-        return actions
+        guard pending.isEmpty else {
+            state = .subscribing(link, pending: pending)
+            return actions
+        }
+        return actions + beginReading(link)
     }
 
     /// A characteristic left BlueZ's tree while the link stayed up (the
@@ -330,7 +344,8 @@ public struct BirdCentral: Sendable {
         let link: Link
         let subscribed: Bool
         switch state {
-        case .reading(let l, _), .writing(let l): (link, subscribed) = (l, false)
+        case .reading(let l, _): (link, subscribed) = (l, configuration.isWatch)
+        case .writing(let l): (link, subscribed) = (l, false)
         case .subscribing(let l, _), .streaming(let l): (link, subscribed) = (l, true)
         default: return []
         }
@@ -345,15 +360,23 @@ public struct BirdCentral: Sendable {
                           .report(.disconnected(link.peripheral))] + beginScanning()
     }
 
-    /// A characteristic's value changed (a notification).
+    /// A characteristic's value changed (a notification). Until a field's
+    /// first read has answered, its changes are not reported: BlueZ echoes
+    /// the value it read as a change just before the read's reply, and a
+    /// notification that arrives before that reply is older than the value
+    /// the reply carries.
     public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8]) -> [Action] {
         let link: Link
+        let unread: Set<BirdField>
         switch state {
-        case .streaming(let l): link = l
-        case .subscribing(let l, _): link = l
+        case .streaming(let l): (link, unread) = (l, [])
+        case .reading(let l, let pending) where configuration.isWatch: (link, unread) = (l, pending)
         default: return []
         }
-        guard let field = link.field(of: characteristic) else { return [] }
+        // Another client's read of a field we do not watch also shows as a change.
+        guard let field = link.field(of: characteristic), configuration.fields.contains(field),
+            !unread.contains(field)
+        else { return [] }
         return report(field, raw, from: link, notified: true)
     }
 
@@ -419,7 +442,8 @@ public struct BirdCentral: Sendable {
         case .waitingForBluetooth: break
         case .scanning: actions.append(.stopScanning)
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): actions.append(.disconnect(p.path))
-        case .reading(let link, _), .writing(let link): actions += cleanUp(link, subscribed: false)
+        case .reading(let link, _): actions += cleanUp(link, subscribed: configuration.isWatch)
+        case .writing(let link): actions += cleanUp(link, subscribed: false)
         case .subscribing(let link, _), .streaming(let link): actions += cleanUp(link, subscribed: true)
         }
         state = .finished

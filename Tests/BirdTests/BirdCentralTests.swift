@@ -45,16 +45,24 @@ struct Machine {
         return m
     }
 
-    func reading() -> Machine {
+    /// Services resolved: a read is reading, a watch subscribing.
+    func resolved() -> Machine {
         var m = resolving()
         _ = m.central.servicesResolved(device: device, characteristics: characteristics)
+        return m
+    }
+
+    /// Reading; a watch has subscribed first.
+    func reading() -> Machine {
+        var m = resolved()
+        guard case .watch = m.central.configuration.mode else { return m }
+        for field in m.central.configuration.fields { _ = m.central.notifyStarted(field, .success(())) }
         return m
     }
 
     func streaming() -> Machine {
         var m = reading()
         for field in m.central.configuration.fields { _ = m.central.readCompleted(field, .success(Array("80".utf8))) }
-        for field in m.central.configuration.fields { _ = m.central.notifyStarted(field, .success(())) }
         return m
     }
 }
@@ -314,10 +322,12 @@ struct BirdCentralTests {
 
     // MARK: Watching
 
-    @Test func watchSubscribesAfterReading() {
-        var m = Machine(.watch(reconnect: true), fields: [.alpha]).reading()
-        let actions = m.central.readCompleted(.alpha, .success(Array("80".utf8)))
+    @Test func watchSubscribesBeforeReading() {
+        // A change between the first reading and the subscription would be lost.
+        var m = Machine(.watch(reconnect: true), fields: [.alpha]).resolving()
+        let actions = m.central.servicesResolved(device: device, characteristics: characteristics)
         #expect(actions.last == .startNotify(.alpha, characteristics[.alpha]!))
+        #expect(m.central.notifyStarted(.alpha, .success(())) == [.read(.alpha, characteristics[.alpha]!)])
     }
 
     @Test func notificationsBecomeReadingsAndBadOnesDoNotStopTheStream() {
@@ -331,24 +341,36 @@ struct BirdCentralTests {
         #expect(m.central.valueChanged("/org/bluez/hci0/other/char", Array("1".utf8)) == [])
     }
 
-    @Test func valueChangesWhileReadingAreNotNotifications() {
+    @Test func aFieldsChangesCountOnceItsFirstReadHasAnswered() {
+        // Before the reply, a change is BlueZ's echo of the read or older than it.
         var m = Machine(.watch(reconnect: true)).reading()
         #expect(m.central.valueChanged(characteristics[.alpha]!, Array("55".utf8)) == [])
+        _ = m.central.readCompleted(.alpha, .success(Array("55".utf8)))
+        #expect(m.central.valueChanged(characteristics[.alpha]!, Array("56".utf8)) == [
+            .report(.reading(robin, .alpha(percent: 56), raw: Array("56".utf8), notified: true))
+        ])
+        #expect(m.central.valueChanged(characteristics[.name]!, Array("Wren".utf8)) == [])
+    }
+
+    @Test func changesOfFieldsNotWatchedAreIgnored() {
+        // Another client reading name shows as a name change to everyone.
+        var m = Machine(.watch(reconnect: true), fields: [.alpha]).streaming()
+        #expect(m.central.valueChanged(characteristics[.name]!, Array("Robin".utf8)) == [])
+        #expect(m.central.valueChanged(characteristics[.alpha]!, Array("5".utf8)).count == 1)
     }
 
     @Test func aRefusedSubscriptionIsReportedWhileTheOthersStream() {
-        var m = Machine(.watch(reconnect: true)).reading()
-        for field in BirdField.allCases { _ = m.central.readCompleted(field, .success(Array("80".utf8))) }
+        var m = Machine(.watch(reconnect: true)).resolved()
         let refused = BlueZError(.notPermitted, message: "Notify not permitted")
         #expect(m.central.notifyStarted(.name, .failure(refused)) == [
             .report(.operationFailed(robin, "subscribe to name", refused)),
         ])
         _ = m.central.notifyStarted(.color, .success(()))
-        _ = m.central.notifyStarted(.alpha, .success(()))
+        #expect(m.central.notifyStarted(.alpha, .success(())).count == 3)  // every field is still read
+        for field in BirdField.allCases { _ = m.central.readCompleted(field, .success(Array("80".utf8))) }
         #expect(m.central.valueChanged(characteristics[.alpha]!, Array("55".utf8)).count == 1)
 
-        var none = Machine(.watch(reconnect: true), fields: [.alpha]).reading()
-        _ = none.central.readCompleted(.alpha, .success(Array("80".utf8)))
+        var none = Machine(.watch(reconnect: true), fields: [.alpha]).resolved()
         #expect(none.central.notifyStarted(.alpha, .failure(refused)).last
             == .finish(.failed(.operationFailed("subscribe to alpha", refused))))
     }
@@ -369,7 +391,6 @@ struct BirdCentralTests {
     @Test func countStopsTheStreamCleanly() {
         var m = Machine(.watch(reconnect: true), fields: [.alpha]) { $0.maximumReadings = 3 }.reading()
         _ = m.central.readCompleted(.alpha, .success(Array("1".utf8)))
-        _ = m.central.notifyStarted(.alpha, .success(()))
         _ = m.central.valueChanged(characteristics[.alpha]!, Array("2".utf8))
         let actions = m.central.valueChanged(characteristics[.alpha]!, Array("3".utf8))
         #expect(actions.suffix(3) == [.stopNotify(characteristics[.alpha]!), .disconnect(device), .finish(.success)])

@@ -31,6 +31,20 @@ struct WatchTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    @Test func aChangeRightAfterTheFirstReadIsNotMissed() async throws {
+        // The watch subscribes before it reads: a change the peripheral makes
+        // just after answering the read is notified, not lost between the two.
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.call("ChangeAfterNextRead", .string(bird), .string(alphaUUID), .bytes(Array("55".utf8)))
+        let watch = try fake.launch("watch", "alpha", "--json", "--count", "2")
+        let first = try parseJSON(try await watch.line(containing: "\"reading\""))
+        #expect(first["source"] as? String == "read" && first["value"] as? Double == 0.8, "\(first)")
+        let second = try parseJSON(try await watch.line(containing: "\"reading\""))
+        #expect(second["source"] as? String == "notify" && second["value"] as? Double == 0.55, "\(second)")
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     @Test func textLinesAreTaggedWithTheAddress() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()

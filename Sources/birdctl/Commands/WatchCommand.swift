@@ -7,7 +7,7 @@ enum WatchCommand {
                              [--no-reconnect] [--timeout S] [--connect-timeout S] [--min-rssi DBM]
                              [--adapter hciN] [--power-on] [--json] [--verbose]
 
-        Reads the current values, subscribes, and prints one line per reading,
+        Subscribes, reads the current values, and prints one line per reading,
         each tagged with the peripheral's address, until Ctrl-C, --count N
         readings, or --duration S. After a lost link it scans and reconnects
         (unless --no-reconnect); if bluetoothd restarts or the adapter is powered
