@@ -62,10 +62,13 @@ public final class GattApplication: @unchecked Sendable {
         for (uuid, path) in paths.sorted(by: { $0.value < $1.value }) {
             connection.export(path, [characteristicInterface(uuid)])
         }
+        // Discoverable sets LE General Discoverable in the flags: without it a
+        // BlueZ central's plain scan (bluetoothctl `scan on`) never lists us;
+        // only one filtered by UUID does.
         connection.export(advertisementPath, [
             ExportedInterface(BlueZNames.advertisement, properties: [
                 "Type": .string("peripheral"), "ServiceUUIDs": .strings([serviceUUID]),
-                "LocalName": .string(localName), "Includes": .strings(["tx-power"]),
+                "LocalName": .string(localName), "Includes": .strings(["tx-power"]), "Discoverable": .bool(true),
             ], methods: ["Release": { _ in [] }])
         ])
     }

@@ -145,6 +145,18 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// What birdctl has written to stderr so far.
     public var stderr: String { lock.withLock { String(decoding: stderrData, as: UTF8.self) } }
 
+    /// Whether stderr comes to contain `text` within `timeout`. stderr is read
+    /// apart from stdout, so a stdout line does not mean what birdctl wrote
+    /// to stderr before it has arrived yet.
+    public func stderr(contains text: String, within timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !stderr.contains(text) {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
     /// The next stdout line; nil at end of output. Throws after `timeout`.
     public func nextLine(within timeout: Duration = .seconds(10)) async throws -> String? {
         let watchdog = Task { [self] in

@@ -35,6 +35,7 @@ struct ServeTests {
         #expect(advertisement["LocalName"] == .string("Wren"))
         #expect(advertisement["ServiceUUIDs"] == .strings([FakeBlueZ.birdService]))
         #expect(advertisement["Type"] == .string("peripheral"))
+        #expect(advertisement["Discoverable"] == .bool(true))
 
         serve.signal(SIGINT)
         #expect(try await serve.waitForExit() == 0)
@@ -75,8 +76,8 @@ struct ServeTests {
         serve.send("alpha 8.5")
         serve.send("alpha 61")
         _ = try await serve.line(containing: "0.61")
-        #expect(serve.stderr.contains("'beak' is not a field"))
-        #expect(serve.stderr.contains("bad alpha value"))
+        #expect(await serve.stderr(contains: "'beak' is not a field"), "\(serve.stderr)")
+        #expect(await serve.stderr(contains: "bad alpha value"), "\(serve.stderr)")
         var notified: [String] = []
         for _ in 0..<100 {
             let reply = try await fake.call("RemoteNotifications", .string(FakeBlueZ.alphaUUID))
