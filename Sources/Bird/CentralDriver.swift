@@ -325,6 +325,12 @@ public final class CentralDriver: @unchecked Sendable {
         finish(result)
     }
 
+    /// How long the way out waits for cleanup replies. bluetoothd holds every
+    /// Disconnect for 2 s (DISCONNECT_TIMER, for profiles to let go) and
+    /// replies once the link is down: waiting for that reply means the next
+    /// command finds the bird disconnected, not a link about to drop under it.
+    static let cleanupGrace = Duration.seconds(3)
+
     /// Called for cleanup calls (StopNotify, Disconnect, StopDiscovery): the
     /// process waits for them, briefly, before it ends.
     private func cleanup(_ body: (@escaping @Sendable () -> Void) -> Void) {
@@ -348,7 +354,7 @@ public final class CentralDriver: @unchecked Sendable {
             delivery.run()
         } else {
             // Never wait long for an unresponsive bluetoothd on the way out.
-            connection.loop.schedule(after: .seconds(2)) { delivery.run() }
+            connection.loop.schedule(after: Self.cleanupGrace) { delivery.run() }
         }
     }
 
