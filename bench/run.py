@@ -131,12 +131,16 @@ class Run:
 
 
 def wait_notifying(bluez, run, timeout=30):
+    '''Until the tool is subscribed and has printed its initial read. Either
+    may come first: birdctl subscribes and then reads (changes before the
+    read's reply are not readings, the read supersedes them), the peers read
+    and then subscribe.'''
     characteristic = bluez.bus.get_object('org.bluez', ALPHA_PATH)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and run.running():
         try:
-            if characteristic.Get('org.bluez.GattCharacteristic1', 'Notifying',
-                                  dbus_interface='org.freedesktop.DBus.Properties'):
+            if run.lines >= 1 and characteristic.Get('org.bluez.GattCharacteristic1', 'Notifying',
+                                                     dbus_interface='org.freedesktop.DBus.Properties'):
                 return True
         except dbus.DBusException:
             pass
