@@ -26,14 +26,14 @@ public final class Connection: @unchecked Sendable {
         let timer: EventLoop.TimerID
     }
     private struct Subscription {
-        let rule: MatchRule
+        let rule: MatchRule.Compiled
         let handler: SignalHandler
     }
     private var pending: [UInt32: PendingReply] = [:]
     private var subscriptions: [(id: UInt64, subscription: Subscription)] = []
     private var nextSubscriptionID: UInt64 = 1
     /// Owners of well-known names that match rules name as sender.
-    private var nameOwners: [String: String] = [:]
+    private var nameOwners: [String: CString] = [:]
     private var trackedNames: Set<String> = []
     private var disconnectHandlers: [@Sendable () -> Void] = []
     private var libdbusWatches: [OpaquePointer: EventLoop.IOWatch] = [:]
@@ -209,7 +209,7 @@ public final class Connection: @unchecked Sendable {
         let id = SubscriptionID(raw: subscriptionCounter.add(1, ordering: .relaxed).newValue)
         loop.execute { [self] in
             if rule.hasWellKnownSender, let sender = rule.sender { trackOwner(of: sender) }
-            subscriptions.append((id.raw, Subscription(rule: rule, handler: handler)))
+            subscriptions.append((id.raw, Subscription(rule: rule.compiled, handler: handler)))
             callBusDriver("AddMatch", [.string(rule.description)])
         }
         return id
@@ -218,7 +218,7 @@ public final class Connection: @unchecked Sendable {
     public func unsubscribe(_ id: SubscriptionID) {
         loop.execute { [self] in
             guard let index = subscriptions.firstIndex(where: { $0.id == id.raw }) else { return }
-            let rule = subscriptions.remove(at: index).subscription.rule
+            let rule = subscriptions.remove(at: index).subscription.rule.rule
             callBusDriver("RemoveMatch", [.string(rule.description)])
         }
     }
@@ -234,7 +234,7 @@ public final class Connection: @unchecked Sendable {
         callBusDriver("GetNameOwner", [.string(name)]) { [self] result in
             // A NameOwnerChanged may have arrived first; it is newer, keep it.
             guard nameOwners[name] == nil else { return }
-            nameOwners[name] = (try? result.get().arguments().first?.string) ?? ""
+            nameOwners[name] = CString((try? result.get().arguments().first?.string) ?? "")
         }
     }
 
@@ -285,15 +285,15 @@ public final class Connection: @unchecked Sendable {
     }
 
     private func deliverSignal(_ message: Message) {
-        if message.hasInterface("org.freedesktop.DBus.Local"), message.hasMember("Disconnected") {
+        if message.hasInterface(Self.localInterface), message.hasMember(Self.disconnected) {
             handleDisconnected()
             return
         }
-        if message.hasMember("NameOwnerChanged"), message.sender == busDriverName,
+        if message.hasMember(Self.nameOwnerChanged), message.hasSender(Self.busDriver),
             let args = try? message.arguments(), args.count == 3,
             let name = args[0].string, trackedNames.contains(name)
         {
-            nameOwners[name] = args[2].string ?? ""
+            nameOwners[name] = CString(args[2].string ?? "")
         }
         for (_, subscription) in subscriptions {
             if subscription.rule.matches(message, nameOwners: nameOwners) {
@@ -301,6 +301,11 @@ public final class Connection: @unchecked Sendable {
             }
         }
     }
+
+    private static let localInterface = CString("org.freedesktop.DBus.Local")
+    private static let disconnected = CString("Disconnected")
+    private static let nameOwnerChanged = CString("NameOwnerChanged")
+    private static let busDriver = CString(busDriverName)
 
     private func handleDisconnected() {
         guard isConnected else { return }

@@ -44,23 +44,46 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
         return !sender.hasPrefix(":") && sender != busDriverName
     }
 
-    /// Whether this signal is one the rule selects. `nameOwners` maps a
-    /// well-known `sender` to the unique name owning it (absent: not known
-    /// yet, accept); it is looked up only once everything else matched.
-    func matches(_ message: Message, nameOwners: [String: String]) -> Bool {
-        if let interface, !message.hasInterface(interface) { return false }
-        if let member, !message.hasMember(member) { return false }
-        // Compared in place (no String per signal: this runs per notification).
-        if let path, !message.hasPath(path) { return false }
-        if let pathNamespace, !message.isPath(in: pathNamespace) { return false }
-        if let sender {
-            let expected = hasWellKnownSender ? nameOwners[sender] : sender
-            if let expected, !message.hasSender(expected) { return false }
+    /// The rule made ready for matching signals (once per subscription).
+    var compiled: Compiled { Compiled(self) }
+
+    /// A rule's strings as C strings, so that matching a signal, which runs
+    /// per notification, compares in place and allocates nothing.
+    struct Compiled {
+        let rule: MatchRule
+        private let interface, member, path, pathNamespace: CString?
+        /// A unique-name sender (or the bus driver) compared as it is.
+        private let uniqueSender: CString?
+        /// A well-known sender, compared with its owner's unique name.
+        private let wellKnownSender: String?
+
+        init(_ rule: MatchRule) {
+            self.rule = rule
+            interface = rule.interface.map { CString($0) }
+            member = rule.member.map { CString($0) }
+            path = rule.path.map { CString($0.rawValue) }
+            pathNamespace = rule.pathNamespace.map { CString($0.rawValue) }
+            wellKnownSender = rule.hasWellKnownSender ? rule.sender : nil
+            uniqueSender = rule.hasWellKnownSender ? nil : rule.sender.map { CString($0) }
         }
-        if let arg0 {
-            guard (try? message.arguments().first?.string) == arg0 else { return false }
+
+        /// Whether this signal is one the rule selects. `nameOwners` maps a
+        /// well-known sender to the unique name owning it (absent: not known
+        /// yet, accept); it is looked up only once everything else matched.
+        func matches(_ message: Message, nameOwners: [String: CString]) -> Bool {
+            if let interface, !message.hasInterface(interface) { return false }
+            if let member, !message.hasMember(member) { return false }
+            if let path, !message.hasPath(path) { return false }
+            if let pathNamespace, !message.isPath(in: pathNamespace) { return false }
+            if let uniqueSender, !message.hasSender(uniqueSender) { return false }
+            if let wellKnownSender, let owner = nameOwners[wellKnownSender], !message.hasSender(owner) {
+                return false
+            }
+            if let arg0 = rule.arg0 {
+                guard (try? message.arguments().first?.string) == arg0 else { return false }
+            }
+            return true
         }
-        return true
     }
 }
 

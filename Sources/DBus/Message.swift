@@ -103,19 +103,18 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
 
     /// Cheap checks for signal routing, without building Swift strings.
-    func hasInterface(_ name: String) -> Bool { dbus_message_has_interface(raw, name) != 0 }
-    func hasMember(_ name: String) -> Bool { dbus_message_has_member(raw, name) != 0 }
-    func hasPath(_ path: ObjectPath) -> Bool { dbus_message_has_path(raw, path.rawValue) != 0 }
-    func hasSender(_ name: String) -> Bool { dbus_message_has_sender(raw, name) != 0 }
+    func hasInterface(_ name: CString) -> Bool { name.withPointer { dbus_message_has_interface(raw, $0) != 0 } }
+    func hasMember(_ name: CString) -> Bool { name.withPointer { dbus_message_has_member(raw, $0) != 0 } }
+    func hasPath(_ path: CString) -> Bool { path.withPointer { dbus_message_has_path(raw, $0) != 0 } }
+    func hasSender(_ name: CString) -> Bool { name.withPointer { dbus_message_has_sender(raw, $0) != 0 } }
 
     /// Whether the path is `namespace` or below it, compared in place.
-    func isPath(in namespace: ObjectPath) -> Bool {
+    func isPath(in namespace: CString) -> Bool {
         guard let path = dbus_message_get_path(raw) else { return false }
-        if namespace.rawValue == "/" { return true }
-        let bytes = UnsafeBufferPointer(start: path, count: strlen(path)).lazy.map { UInt8(bitPattern: $0) }
-        let prefix = namespace.rawValue.utf8
-        guard bytes.starts(with: prefix) else { return false }
-        return bytes.count == prefix.count || bytes[bytes.index(bytes.startIndex, offsetBy: prefix.count)] == UInt8(ascii: "/")
+        let length = namespace.count
+        if length == 1 { return true }  // "/"
+        guard namespace.withPointer({ strncmp(path, $0, length) }) == 0 else { return false }
+        return path[length] == 0 || path[length] == CChar(UInt8(ascii: "/"))
     }
 
     /// The error this message carries, if it is an error reply.
