@@ -260,8 +260,10 @@ int main(int argc, char **argv) {
     snprintf(rule, sizeof rule,
              "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',"
              "member='PropertiesChanged',path='%s',arg0='org.bluez.GattCharacteristic1'", char_path);
-    add_match(rule);
+    /* Read, then listen: BlueZ announces a value it reads as a change just
+     * before the reply, which a rule added first would print as a notification. */
     read_and_print();
+    add_match(rule);
     long printed = 1;
     DBusMessage *message = method(char_path, "org.bluez.GattCharacteristic1", "StartNotify");
     dbus_message_unref(send_and_wait(message));
