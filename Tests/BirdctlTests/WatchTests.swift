@@ -218,6 +218,27 @@ let allFields = [FakeBlueZ.nameUUID, FakeBlueZ.colorUUID, FakeBlueZ.alphaUUID]
 
 @Suite("birdctl beside other clients")
 struct SharedLinkTests {
+    @Test func aSecondWatchEndingLeavesTheFirstStreaming() async throws {
+        // bluetoothd keeps one notify session per client: the second watch's
+        // StopNotify ends its own, and it leaves up the link it found up.
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let first = try fake.launch("watch", "alpha", "--json")
+        _ = try await first.line(containing: "\"reading\"")
+        let second = try fake.launch("watch", bird, "alpha", "--json")
+        _ = try await second.line(containing: "\"reading\"")
+        second.signal(SIGINT)
+        #expect(try await second.waitForExit() == 0)
+        #expect(try await fake.calls().filter { $0.hasPrefix("Disconnect") }.isEmpty)
+        // (The second watch's read showed on the first as a change, as
+        // another client's read does with BlueZ; the next line is ours.)
+        try await fake.push("33")
+        let reading = try parseJSON(try await first.line(containing: "\"value\":0.33"))
+        #expect(reading["source"] as? String == "notify")
+        first.signal(SIGINT)
+        #expect(try await first.waitForExit() == 0)
+    }
+
     @Test func readWhileWatchingUsesTheLinkAndLeavesItUp() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
