@@ -68,7 +68,8 @@ struct ExitCodeTests {
         let started = ContinuousClock.now
         let result = try await fake.birdctl("read", "--timeout", "0.5")
         #expect(result.status == 6)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Under the 10 s default, with room for a sanitizer build on a loaded machine.
+        #expect(ContinuousClock.now - started < .seconds(8))
     }
 
     @Test func aConnectDeadlineExitsSevenWithinTheDeadline() async throws {
@@ -80,7 +81,7 @@ struct ExitCodeTests {
         let elapsed = ContinuousClock.now - started
         #expect(result.status == 7)
         #expect(result.stderr.contains("could not connect before the connect deadline"))
-        #expect(elapsed < .seconds(4), "took \(elapsed)")
+        #expect(elapsed < .seconds(8), "took \(elapsed)")  // the default deadline is 10 s
         // The pending connection was cancelled.
         #expect(try await fake.calls().contains("Disconnect \(birdPath)"))
     }

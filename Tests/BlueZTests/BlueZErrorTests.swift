@@ -89,7 +89,7 @@ struct BlueZErrorTests {
         } catch {
             #expect(error.kind == .timeout)
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(10))  // not the 25 s default
         // The client is still usable.
         try await test.perform(.disconnect(device: birdPath))
     }
