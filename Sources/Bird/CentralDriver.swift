@@ -250,7 +250,11 @@ public final class CentralDriver: @unchecked Sendable {
             if !options.all { cleanup { done in discovery.stop(done: done) } }
         case .connect(let device):
             connectQueue.append((id, device))
-            connectNext()
+            // Connect once a StopDiscovery just asked for is answered, as a
+            // person does with bluetoothctl (scan off, then connect): a Connect
+            // sent while the kernel is still stopping discovery was seen to
+            // wait for a scan that never came back on (the VM tier, kernel 6.1).
+            discovery.afterPending { [self] in connectNext() }
         case .disconnect(let device):
             connectQueue.removeAll { $0.device == device }
             // A link that was up before we connected belongs to someone else

@@ -62,6 +62,15 @@ final class Discovery: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` once the starts and stops asked for so far have been
+    /// answered (at once when none is pending).
+    func afterPending(_ body: @escaping () -> Void) {
+        enqueue { finished in
+            body()
+            finished()
+        }
+    }
+
     /// bluetoothd or the adapter went away, and its discovery with it.
     func forget() {
         requested = false
