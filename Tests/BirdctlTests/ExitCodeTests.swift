@@ -72,6 +72,19 @@ struct ExitCodeTests {
         #expect(ContinuousClock.now - started < .seconds(8))
     }
 
+    @Test func connectWaitsForTheStopDiscoveryItFollows() async throws {
+        // Scan off, then connect: a StopDiscovery never answered holds the
+        // Connect back until the connect deadline.
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: false)
+        try await fake.delayNext("StopDiscovery", seconds: -1)
+        let result = try await fake.birdctl("read", "--connect-timeout", "1")
+        #expect(result.status == 7, "\(result.stderr)")
+        let calls = try await fake.calls()
+        #expect(calls.contains("StopDiscovery /org/bluez/hci0"))
+        #expect(!calls.contains { $0.hasPrefix("Connect") }, "\(calls)")
+    }
+
     @Test func aConnectDeadlineExitsSevenWithinTheDeadline() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
