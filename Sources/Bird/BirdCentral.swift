@@ -221,7 +221,10 @@ public struct BirdCentral: Sendable {
             state = .resolving(peripheral)
             return actions + [.cancelTimer(.connect), .armTimer(.services, Self.servicesGrace)]
         }
-        let link = Link(peripheral: peripheral, characteristics: characteristics)
+        // Only the fields asked for: another client's read of one we do not
+        // watch shows as a change, and its removal is not ours to react to.
+        let watched = characteristics.filter { configuration.fields.contains($0.key) }
+        let link = Link(peripheral: peripheral, characteristics: watched)
         actions += [.cancelTimer(.connect), .cancelTimer(.services)]
         if case .write(let value) = configuration.mode {
             state = .writing(link)
@@ -373,10 +376,7 @@ public struct BirdCentral: Sendable {
         case .reading(let l, let pending) where configuration.isWatch: (link, unread) = (l, pending)
         default: return []
         }
-        // Another client's read of a field we do not watch also shows as a change.
-        guard let field = link.field(of: characteristic), configuration.fields.contains(field),
-            !unread.contains(field)
-        else { return [] }
+        guard let field = link.field(of: characteristic), !unread.contains(field) else { return [] }
         return report(field, raw, from: link, notified: true)
     }
 

@@ -209,7 +209,7 @@ public final class Connection: @unchecked Sendable {
         let id = SubscriptionID(raw: subscriptionCounter.add(1, ordering: .relaxed).newValue)
         loop.execute { [self] in
             if rule.hasWellKnownSender, let sender = rule.sender { trackOwner(of: sender) }
-            subscriptions.append((id.raw, Subscription(rule: rule.compiled, handler: handler)))
+            subscriptions.append((id.raw, Subscription(rule: MatchRule.Compiled(rule), handler: handler)))
             callBusDriver("AddMatch", [.string(rule.description)])
         }
         return id

@@ -44,9 +44,6 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
         return !sender.hasPrefix(":") && sender != busDriverName
     }
 
-    /// The rule made ready for matching signals (once per subscription).
-    var compiled: Compiled { Compiled(self) }
-
     /// A rule's strings as C strings, so that matching a signal, which runs
     /// per notification, compares in place and allocates nothing.
     struct Compiled {

@@ -357,6 +357,8 @@ struct BirdCentralTests {
         var m = Machine(.watch(reconnect: true), fields: [.alpha]).streaming()
         #expect(m.central.valueChanged(characteristics[.name]!, Array("Robin".utf8)) == [])
         #expect(m.central.valueChanged(characteristics[.alpha]!, Array("5".utf8)).count == 1)
+        // Nor is the removal of one: a watch of alpha does not reconnect over name.
+        #expect(m.central.characteristicRemoved(characteristics[.name]!) == [])
     }
 
     @Test func aRefusedSubscriptionIsReportedWhileTheOthersStream() {
