@@ -64,10 +64,10 @@ sanitize: deps
 	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(SWIFT) test --skip-build --build-path .build-tsan --filter 'DBusTests|BlueZTests'
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,
-# serve's stdin lines. `make fuzz` runs each for FUZZ_SECONDS from the seeds in
+# serve's stdin lines, peer text escaped for terminals and JSON. `make fuzz` runs each for FUZZ_SECONDS from the seeds in
 # fixtures/fuzz/; a crash stops it with the input in .build-fuzz/crashes/
 # (fix it, then keep the input in fixtures/fuzz/<target>/).
-FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines
+FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD := .build-fuzz
 fuzz-build: deps

@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Bird", targets: ["Bird"]),
+        .library(name: "BirdctlCLI", targets: ["BirdctlCLI"]),
         .executable(name: "birdctl", targets: ["birdctl"]),
     ],
     targets: [
@@ -22,13 +23,17 @@ let package = Package(
         .target(name: "BlueZ", dependencies: ["DBus"]),
         // The Bird domain: UUIDs, codecs, RSSI smoothing, the central state machine and its driver.
         .target(name: "Bird", dependencies: ["BlueZ", "DBus"]),
-        // The command-line tool: argument parsing, output formats, exit codes, signals.
-        .executableTarget(name: "birdctl", dependencies: ["Bird", "BlueZ", "DBus"]),
+        // The command line as a library: argument parsing, output formats, escaping, exit codes.
+        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus"]),
+        // The executable: blocks signals, runs BirdctlCLI, exits.
+        .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
         // Starts a private dbus-daemon and the fake BlueZ of fixtures/ for tests.
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
+        // The command line's parsing, escaping and formatting, without a bus.
+        .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus"]),
         // Runs the built birdctl against the fake BlueZ.
         .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BlueZTestSupport", "BlueZ", "DBus"]),
     ],

@@ -16,6 +16,8 @@ let package = Package(
         .executableTarget(name: "FuzzBirdValues", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
         // libdbus-validated messages decoded into DBusValue trees and back.
         .executableTarget(name: "FuzzDBusMessages", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "DBus", package: "birdctl")]),
+        // Peer text escaped for a terminal and quoted for JSON.
+        .executableTarget(name: "FuzzPeerText", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BirdctlCLI", package: "birdctl")]),
         // `birdctl serve`'s stdin lines.
         .executableTarget(name: "FuzzServeLines", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
     ],

@@ -8,6 +8,13 @@ public struct ScanResult: Hashable, Sendable {
     /// Recency-weighted average of the recent RSSI samples, in dBm.
     public var rssi: Int?
     public var history: RSSIHistory
+
+    public init(address: String, name: String?, rssi: Int?, history: RSSIHistory) {
+        self.address = address
+        self.name = name
+        self.rssi = rssi
+        self.history = history
+    }
 }
 
 /// `birdctl scan`: discovery with the Bird filter, re-checked here, reporting

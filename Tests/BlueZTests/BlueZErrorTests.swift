@@ -100,7 +100,11 @@ struct BlueZErrorTests {
         let test = try ClientUnderTest(fake)
         try await test.ready()
         try await fake.delayNext("Connect", seconds: 0.3)
-        try await test.connectBird()
+        let started = ContinuousClock.now
+        // Under its deadline, a reply held back 0.3 s completes the call.
+        try await test.perform(.connect(device: birdPath, timeout: .seconds(5)))
+        #expect(ContinuousClock.now - started >= .milliseconds(300), "the reply was not held back")
+        #expect(await test.client.snapshot().device(birdPath)?.connected == true)
     }
 
     @Test func aLateReplyAfterTheTimeoutIsDropped() async throws {
@@ -108,12 +112,21 @@ struct BlueZErrorTests {
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
+        // The first Connect is answered (success) at 0.4 s, after its 0.1 s deadline.
         try await fake.delayNext("Connect", seconds: 0.4)
         await #expect(throws: BlueZError.self) {
             try await test.perform(.connect(device: birdPath, timeout: .milliseconds(100)))
         }
-        // The late reply to the first call must not complete this second call.
-        try await test.connectBird()
+        // The second is still waiting when that late success arrives, and is
+        // itself refused at 0.7 s: the late reply must not complete it.
+        try await fake.delayNext("Connect", seconds: 0.6)
+        try await fake.failNext("Connect", "org.bluez.Error.Failed", "the second attempt")
+        do {
+            try await test.perform(.connect(device: birdPath, timeout: .seconds(5)))
+            Issue.record("the second Connect took the first one's late reply")
+        } catch {
+            #expect(error.kind == .failed && error.message == "the second attempt", "\(error)")
+        }
     }
 
     @Test func bluezRefusalsFromTheFakeItself() async throws {

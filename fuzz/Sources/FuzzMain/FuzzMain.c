@@ -12,3 +12,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 FUZZ_MAIN(FuzzBirdValues)
 FUZZ_MAIN(FuzzDBusMessages)
 FUZZ_MAIN(FuzzServeLines)
+FUZZ_MAIN(FuzzPeerText)

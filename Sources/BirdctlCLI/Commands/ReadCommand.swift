@@ -76,7 +76,7 @@ enum ReadCommand {
             if !results.errors.isEmpty { object.add("errors", .object(errors)) }
             return [object.rendered]
         }
-        if bare { return fields.compactMap { results.values[$0]?.0.text } }
+        if bare { return fields.compactMap { results.values[$0].map { formatter.text($0.0) } } }
         return fields.compactMap { field in
             results.values[field].map { "\(formatter.bold(formatter.pad(field.rawValue, 5)))  \(formatter.styled($0.0))" }
         }

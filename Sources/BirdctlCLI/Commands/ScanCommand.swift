@@ -47,7 +47,7 @@ enum ScanCommand {
             return found.rendered
         }
         let rssi = result.rssi.map { "\($0) dBm" } ?? "? dBm"
-        return "\(result.address)  \(formatter.pad(rssi, 8))  \(formatter.bold(result.name ?? ""))"
+        return "\(result.address)  \(formatter.pad(rssi, 8))  \(formatter.bold(SafeText.escaped(result.name ?? "")))"
     }
 
     static func object(for result: ScanResult) -> JSONObject {

@@ -1,6 +1,6 @@
 /// A JSON object written key by key, in the order given (stable output for
 /// people reading JSON Lines, and no Foundation).
-struct JSONObject {
+public struct JSONObject {
     private var text = "{"
     private var empty = true
 
@@ -35,7 +35,10 @@ struct JSONObject {
 
     var rendered: String { text + "}" }
 
-    static func quoted(_ s: String) -> String {
+    /// `s` as a JSON string. Besides what JSON requires, it escapes what
+    /// `SafeText` does (C1, bidi controls), so a JSON line shown on a terminal
+    /// is as safe as text.
+    public static func quoted(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {
@@ -44,9 +47,8 @@ struct JSONObject {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let c where c.value < 0x20 || c.value == 0x7F:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            case let c where SafeText.isUnsafe(c):
+                out += "\\u" + SafeText.hex(c.value, digits: 4)
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -52,9 +52,16 @@ struct ReportFormatter {
         return .string(value.text)
     }
 
+    /// The value as text, escaped (a name is the peer's; colour and alpha
+    /// text are ours).
+    func text(_ value: BirdValue) -> String {
+        if case .name(let name) = value { return SafeText.escaped(name) }
+        return value.text
+    }
+
     /// The value, with a swatch of the colour itself on a colour terminal.
     func styled(_ value: BirdValue) -> String {
-        guard color, case .color(let rgb) = value else { return value.text }
+        guard color, case .color(let rgb) = value else { return text(value) }
         return "\u{1B}[38;2;\(rgb.red);\(rgb.green);\(rgb.blue)m■\u{1B}[0m \(value.text)"
     }
 
@@ -111,8 +118,9 @@ struct ReportFormatter {
         }
     }
 
+    /// `Robin (F0:0D:B1:7D:00:01)`: the advertised name, escaped.
     func label(_ p: Peripheral) -> String {
-        if let name = p.name, !name.isEmpty { return "\(name) (\(p.address))" }
+        if let name = p.name, !name.isEmpty { return "\(SafeText.escaped(name)) (\(p.address))" }
         return p.address
     }
 
