@@ -47,7 +47,7 @@ public final class BirdPeripheral: @unchecked Sendable {
                     onEvent(.valueChanged(value, byCentral: true))
                 case .failure(let error):
                     onEvent(.refusedWrite(error))
-                    throw BlueZError(.failed, name: "org.bluez.Error.Failed", message: error.description)
+                    throw BlueZError(.failed, message: error.description)
                 }
             },
             onSubscription: { [onEvent] uuid, on in
@@ -98,7 +98,7 @@ public final class BirdPeripheral: @unchecked Sendable {
             } else if adapter == nil {
                 finish(.failed(.unavailable(error)))
             }
-        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
+        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains(.powered):
             if changed.powered, !registered { register() }
         default:
             break

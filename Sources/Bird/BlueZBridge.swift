@@ -4,9 +4,6 @@ import DBus
 // Translations from BlueZ's typed views to what the Bird state machines use.
 
 extension Sighting {
-    /// Advertising-related properties: a change in one means the device was just heard.
-    static let advertisingProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower", "UUIDs"]
-
     /// The sighting a BlueZ event stands for: a device announced, or one whose
     /// RSSI or advertising data changed. Cached devices that stay silent never are.
     public init?(_ event: BlueZEvent) {
@@ -14,7 +11,7 @@ extension Sighting {
         switch event {
         case .deviceAdded(let d):
             device = d
-        case .deviceChanged(let d, let changed) where !changed.isDisjoint(with: Sighting.advertisingProperties):
+        case .deviceChanged(let d, let changed) where !changed.isDisjoint(with: .advertisement):
             device = d
         default:
             return nil

@@ -110,7 +110,7 @@ public final class CentralDriver: @unchecked Sendable {
             if options.all, !everReady { finishFleet(.failed(.bluetoothUnavailable(error))) }
         case .adapterAdded:
             if adapter == nil { chooseAdapter() }
-        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
+        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains(.powered):
             adapter = AdapterChoice(changed)
             if changed.powered {
                 readyAll()
@@ -128,10 +128,10 @@ public final class CentralDriver: @unchecked Sendable {
         case .deviceRemoved(let path):
             for id in Array(machines.keys) { apply(id) { $0.deviceRemoved(path) } }
         case .deviceChanged(let device, let changed):
-            if changed.contains("Connected"), !device.connected {
+            if changed.contains(.connected), !device.connected {
                 for id in Array(machines.keys) { apply(id) { $0.deviceDisconnected(device.path) } }
             }
-            if changed.contains("ServicesResolved"), device.servicesResolved {
+            if changed.contains(.servicesResolved), device.servicesResolved {
                 resolved(device.path)
             }
         case .characteristicRemoved(let path):

@@ -71,7 +71,7 @@ public final class ScanDriver: @unchecked Sendable {
             begin()
         case .unavailable(let error):
             finish(.failed(.unavailable(error)))
-        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains("Powered"):
+        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains(.powered):
             if changed.powered { begin() } else if scanning { finish(.failed(.adapterOff(AdapterChoice(changed).name))) }
         case .adapterRemoved(let path) where path == adapter?.path:
             finish(.failed(.noAdapter(adapter?.name)))

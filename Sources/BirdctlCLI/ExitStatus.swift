@@ -57,7 +57,7 @@ extension BirdCentral.Failure {
             switch error.kind {
             case .busDisconnected: "cannot reach the system bus: \(error.message)"
             case .timeout: "bluetoothd did not answer in time (\(error.message))"
-            default: "bluetoothd is not running (no org.bluez on the system bus); start it with 'systemctl start bluetooth'"
+            default: "bluetoothd is not running (no \(BlueZClient.busName) on the system bus); start it with 'systemctl start bluetooth'"
             }
         case .noAdapter(let name):
             if let name { "no Bluetooth adapter named \(name)" } else { "no Bluetooth adapter found" }

@@ -12,6 +12,8 @@ import DBus
 /// there, and `tree` may be read there. From elsewhere use `snapshot()`.
 public final class BlueZClient: @unchecked Sendable {
     public typealias EventHandler = @Sendable (BlueZEvent) -> Void
+    /// bluetoothd's name on the system bus, for messages to people.
+    public static let busName = BlueZNames.busName
 
     public let connection: Connection
     private let onEvent: EventHandler
@@ -127,20 +129,20 @@ public final class BlueZClient: @unchecked Sendable {
             onEvent(.valueChanged(characteristic: path, value: value))
             return
         }
-        let names = Set(changed.keys).union(invalidated)
+        let names = Array(changed.keys) + invalidated
         switch interface {
         case BlueZNames.gattCharacteristic:
             if let value = changed["Value"]?.bytes {
                 onEvent(.valueChanged(characteristic: path, value: value))
             }
-            let others = names.subtracting(["Value"])
+            let others = GattCharacteristic.Changes(names)
             if !others.isEmpty, let characteristic = tree.characteristic(path) {
                 onEvent(.characteristicChanged(characteristic, changed: others))
             }
         case BlueZNames.device:
-            if let device = tree.device(path) { onEvent(.deviceChanged(device, changed: names)) }
+            if let device = tree.device(path) { onEvent(.deviceChanged(device, changed: Device.Changes(names))) }
         case BlueZNames.adapter:
-            if let adapter = tree.adapter(path) { onEvent(.adapterChanged(adapter, changed: names)) }
+            if let adapter = tree.adapter(path) { onEvent(.adapterChanged(adapter, changed: Adapter.Changes(names))) }
         default:
             break
         }

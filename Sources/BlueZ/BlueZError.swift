@@ -41,6 +41,15 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         self.init(BlueZError.kind(of: error), name: name, message: error.message)
     }
 
+    /// The D-Bus error name to answer a call with when birdctl serves one
+    /// (`org.bluez.Error.NotSupported` for `.notSupported`); `Failed` for
+    /// kinds BlueZ has no name for.
+    public var dbusName: String {
+        if !name.isEmpty { return name }
+        let short = BlueZError.bluezNames.first { $0.kind == kind }?.short ?? "Failed"
+        return BlueZNames.errorPrefix + short
+    }
+
     /// BlueZ says a connection attempt was aborted locally, which is usually
     /// transient (controller busy, a collision) and worth retrying.
     public var isConnectionAbortByLocal: Bool {
@@ -63,16 +72,19 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    private static let bluezKinds: [String: Kind] = [
-        "InProgress": .inProgress, "Failed": .failed, "NotReady": .notReady,
-        "NotPermitted": .notPermitted, "NotAuthorized": .notAuthorized, "NotSupported": .notSupported,
-        "InvalidValueLength": .invalidValueLength, "InvalidOffset": .invalidOffset,
-        "InvalidArguments": .invalidArguments, "DoesNotExist": .doesNotExist,
-        "AlreadyConnected": .alreadyConnected, "AlreadyExists": .alreadyExists,
-        "NotConnected": .notConnected, "NotAvailable": .notAvailable,
-        "AuthenticationFailed": .authenticationFailed, "AuthenticationCanceled": .authenticationFailed,
-        "AuthenticationRejected": .authenticationFailed, "AuthenticationTimeout": .authenticationFailed,
+    /// org.bluez.Error.* names and their kinds; the first name of a kind is
+    /// the one birdctl answers with.
+    private static let bluezNames: [(short: String, kind: Kind)] = [
+        ("InProgress", .inProgress), ("Failed", .failed), ("NotReady", .notReady),
+        ("NotPermitted", .notPermitted), ("NotAuthorized", .notAuthorized), ("NotSupported", .notSupported),
+        ("InvalidValueLength", .invalidValueLength), ("InvalidOffset", .invalidOffset),
+        ("InvalidArguments", .invalidArguments), ("DoesNotExist", .doesNotExist),
+        ("AlreadyConnected", .alreadyConnected), ("AlreadyExists", .alreadyExists),
+        ("NotConnected", .notConnected), ("NotAvailable", .notAvailable),
+        ("AuthenticationFailed", .authenticationFailed), ("AuthenticationCanceled", .authenticationFailed),
+        ("AuthenticationRejected", .authenticationFailed), ("AuthenticationTimeout", .authenticationFailed),
     ]
+    private static let bluezKinds = Dictionary(uniqueKeysWithValues: bluezNames.map { ($0.short, $0.kind) })
 
     private static func kind(of error: DBusError) -> Kind {
         let name = error.name.rawValue

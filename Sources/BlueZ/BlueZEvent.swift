@@ -10,11 +10,11 @@ public enum BlueZEvent: Hashable, Sendable {
     case unavailable(BlueZError)
 
     case adapterAdded(Adapter)
-    case adapterChanged(Adapter, changed: Set<String>)
+    case adapterChanged(Adapter, changed: Adapter.Changes)
     case adapterRemoved(ObjectPath)
 
     case deviceAdded(Device)
-    case deviceChanged(Device, changed: Set<String>)
+    case deviceChanged(Device, changed: Device.Changes)
     case deviceRemoved(ObjectPath)
 
     case serviceAdded(GattService)
@@ -22,7 +22,7 @@ public enum BlueZEvent: Hashable, Sendable {
 
     case characteristicAdded(GattCharacteristic)
     /// A characteristic property other than Value changed (e.g. Notifying).
-    case characteristicChanged(GattCharacteristic, changed: Set<String>)
+    case characteristicChanged(GattCharacteristic, changed: GattCharacteristic.Changes)
     case characteristicRemoved(ObjectPath)
     /// A notification (or a read) updated a characteristic's value.
     case valueChanged(characteristic: ObjectPath, value: [UInt8])

@@ -110,7 +110,7 @@ public final class GattApplication: @unchecked Sendable {
         do {
             try onWrite(uuid, value)
         } catch {
-            throw DBusError(DBusErrorName(error.name.isEmpty ? "org.bluez.Error.Failed" : error.name), error.message)
+            throw DBusError(DBusErrorName(error.dbusName), error.message)
         }
         update(uuid, value)
         return []

@@ -48,7 +48,7 @@ struct BlueZClientTests {
         #expect(device.offers(service: FakeBlueZ.birdService.uppercased()))
         #expect(await test.client.snapshot().adapter(hci0)?.discovering == true)
         try await test.perform(.stopDiscovery(adapter: hci0))
-        try await test.next { if case .adapterChanged(let a, let changed) = $0 { changed == ["Discovering"] && !a.discovering } else { false } }
+        try await test.next { if case .adapterChanged(let a, let changed) = $0 { changed == .discovering && !a.discovering } else { false } }
     }
 
     @Test func connectResolvesServicesThenReadsAndWrites() async throws {
@@ -197,7 +197,7 @@ struct BlueZClientTests {
         try await test.perform(.startDiscovery(adapter: hci0))
         let event = try await test.next { if case .deviceChanged = $0 { true } else { false } }
         guard case .deviceChanged(let device, let changed) = event else { return }
-        #expect(changed == ["RSSI"])
+        #expect(changed == .rssi)
         #expect(device.rssi == -70)
         let expected = try ObjectTree(managedObjects: try await fake.managedObjects())
         #expect(await test.client.snapshot() == expected)

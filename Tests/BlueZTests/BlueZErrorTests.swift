@@ -94,6 +94,14 @@ struct BlueZErrorTests {
         try await test.perform(.disconnect(device: birdPath))
     }
 
+    @Test func anErrorServedGoesOutUnderItsKindsName() {
+        #expect(BlueZError(.notSupported).dbusName == "org.bluez.Error.NotSupported")
+        #expect(BlueZError(.failed, message: "bad alpha value").dbusName == "org.bluez.Error.Failed")
+        #expect(BlueZError(.authenticationFailed).dbusName == "org.bluez.Error.AuthenticationFailed")
+        #expect(BlueZError(.timeout).dbusName == "org.bluez.Error.Failed")  // BlueZ has no name for it
+        #expect(BlueZError(.other, name: "org.example.Error.Odd").dbusName == "org.example.Error.Odd")
+    }
+
     @Test func aDelayedReplyStillArrives() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird(cached: true)

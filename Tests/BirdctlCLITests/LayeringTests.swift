@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+/// The layering rules of docs/architecture.md, checked on the sources: a
+/// rule that only a reviewer checks drifts.
+@Suite("Layering")
+struct LayeringTests {
+    static let sources = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources")
+
+    /// Every Swift file of a target, as (name, text).
+    static func files(of target: String) throws -> [(name: String, text: String)] {
+        let root = sources.appendingPathComponent(target)
+        let enumerator = try #require(FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil))
+        return try enumerator.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }.map {
+            ($0.lastPathComponent, try String(contentsOf: $0, encoding: .utf8))
+        }
+    }
+
+    /// String literals of a file (comments may name BlueZ's properties).
+    static func literals(_ text: String) -> [String] {
+        let code = text.split(separator: "\n").map { line in
+            line.range(of: "//").map { String(line[..<$0.lowerBound]) } ?? String(line)
+        }.joined(separator: "\n")
+        let regex = try! NSRegularExpression(pattern: #""((?:[^"\\]|\\.)*)""#)
+        let range = NSRange(code.startIndex..., in: code)
+        return regex.matches(in: code, range: range).compactMap { Range($0.range(at: 1), in: code).map { String(code[$0]) } }
+    }
+
+    static let bluezProperties: Set<String> = [
+        "Powered", "Discovering", "Connected", "ServicesResolved", "RSSI", "Name", "Alias", "UUIDs",
+        "ManufacturerData", "ServiceData", "TxPower", "Paired", "Notifying", "NotifyAcquired", "Value", "Flags", "MTU",
+    ]
+
+    @Test(arguments: ["Bird", "BirdctlCLI", "birdctl"])
+    func noBlueZNameAboveTheBlueZLayer(_ target: String) throws {
+        for file in try Self.files(of: target) {
+            for literal in Self.literals(file.text) {
+                #expect(!literal.contains("org.bluez"), "\(target)/\(file.name) spells \"\(literal)\"")
+                #expect(!literal.contains("org.freedesktop"), "\(target)/\(file.name) spells \"\(literal)\"")
+                #expect(!Self.bluezProperties.contains(literal), "\(target)/\(file.name) spells \"\(literal)\"")
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("DBus", ["CDBus"]), ("BlueZ", ["DBus"]), ("Bird", ["BlueZ", "DBus"]),
+        ("BirdctlCLI", ["Bird", "BlueZ", "DBus"]), ("birdctl", ["BirdctlCLI", "DBus"]),
+    ])
+    func importsOnlyPointDown(_ target: String, _ allowed: [String]) throws {
+        let ours: Set<String> = ["CDBus", "DBus", "BlueZ", "Bird", "BirdctlCLI"]
+        for file in try Self.files(of: target) {
+            for line in file.text.split(separator: "\n") where line.hasPrefix("import ") {
+                let module = String(line.dropFirst("import ".count))
+                #expect(!ours.contains(module) || allowed.contains(module), "\(target)/\(file.name): \(line)")
+            }
+        }
+    }
+
+    @Test(arguments: ["BlueZ", "Bird", "BirdctlCLI", "birdctl"])
+    func noPointersAboveTheDBusLayer(_ target: String) throws {
+        for file in try Self.files(of: target) {
+            for word in ["UnsafePointer", "UnsafeMutablePointer", "UnsafeRawPointer", "UnsafeMutableRawPointer", "OpaquePointer"] {
+                #expect(!file.text.contains(word), "\(target)/\(file.name) uses \(word)")
+            }
+        }
+    }
+}
