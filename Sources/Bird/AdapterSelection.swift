@@ -21,6 +21,19 @@ public struct AdapterChoice: Hashable, Sendable {
     }
 }
 
+/// Which adapter a command uses, and whether it may power it on.
+public struct AdapterOptions: Sendable {
+    /// `hci1`; nil: the first powered adapter.
+    public var adapterName: String?
+    /// Power the adapter on if it is off.
+    public var powerOn: Bool
+
+    public init(adapterName: String? = nil, powerOn: Bool = false) {
+        self.adapterName = adapterName
+        self.powerOn = powerOn
+    }
+}
+
 /// Where the chosen adapter stands when a command starts (shared by scan,
 /// read/watch/set and serve so they behave alike).
 enum AdapterStep {
@@ -35,8 +48,8 @@ enum AdapterStep {
     /// Chooses the adapter in `client`'s tree and, if it is off and the options
     /// say so, asks BlueZ to power it on (`onFailure` runs if it refuses).
     static func select(
-        _ client: BlueZClient, _ options: CentralDriver.Options,
-        onFailure: @escaping @Sendable (BirdCentral.Failure) -> Void
+        _ client: BlueZClient, _ options: AdapterOptions,
+        onFailure: @escaping @Sendable (CommandFailure) -> Void
     ) -> AdapterStep {
         guard let choice = AdapterChoice.choose(from: client.tree.adapterChoices, named: options.adapterName) else {
             return .missing
@@ -47,25 +60,5 @@ enum AdapterStep {
             if case .failure(let error) = result { onFailure(.failed("power on \(choice.name)", error)) }
         }
         return .poweringOn(choice)
-    }
-
-    /// For scan and serve, which do not wait for an adapter: the chosen one
-    /// (nil if there is none); `fail` hears why it cannot be used now.
-    /// While it is being powered on, the result is the adapter and `fail` is
-    /// not called; the caller goes on when Powered changes.
-    static func selectNow(
-        _ client: BlueZClient, _ options: CentralDriver.Options,
-        fail: @escaping @Sendable (BirdCentral.Failure) -> Void
-    ) -> (adapter: AdapterChoice?, usable: Bool) {
-        switch select(client, options, onFailure: fail) {
-        case .missing:
-            fail(.noAdapter(options.adapterName))
-            return (nil, false)
-        case .off(let choice):
-            fail(.adapterOff(choice.name))
-            return (choice, false)
-        case .poweringOn(let choice): return (choice, false)
-        case .ready(let choice): return (choice, true)
-        }
     }
 }

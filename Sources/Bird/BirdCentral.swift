@@ -113,7 +113,7 @@ public struct BirdCentral: Sendable {
     }
 
     /// bluetoothd or the adapter went away: the link (if any) is gone with it.
-    private mutating func lostBluetooth(failure: Failure, waiting: String) -> [Action] {
+    private mutating func lostBluetooth(failure: CommandFailure, waiting: String) -> [Action] {
         var actions = stopTimers()
         if let peripheral = currentPeripheralIfConnected { actions.append(.report(.disconnected(peripheral))) }
         guard configuration.reconnects else {
@@ -281,7 +281,7 @@ public struct BirdCentral: Sendable {
     }
 
     /// A link ended (or never came up): stream on after a rescan, or fail.
-    private mutating func connectionEnded(_ peripheral: Peripheral, failure: Failure, wasConnected: Bool) -> [Action] {
+    private mutating func connectionEnded(_ peripheral: Peripheral, failure: CommandFailure, wasConnected: Bool) -> [Action] {
         var actions = stopTimers()
         if wasConnected { actions.append(.report(.disconnected(peripheral))) }
         if configuration.reconnects && hasConnected {
@@ -435,7 +435,7 @@ public struct BirdCentral: Sendable {
         stop(outcome: configuration.isWatch ? .success : .interrupted)
     }
 
-    private mutating func stop(outcome: Outcome) -> [Action] {
+    private mutating func stop(outcome: CommandOutcome) -> [Action] {
         var actions = stopTimers(includingDuration: true)
         switch state {
         case .finished: return []
@@ -472,7 +472,7 @@ public struct BirdCentral: Sendable {
         return timers
     }
 
-    private mutating func finish(_ outcome: Outcome) -> [Action] {
+    private mutating func finish(_ outcome: CommandOutcome) -> [Action] {
         state = .finished
         return [.finish(outcome)]
     }

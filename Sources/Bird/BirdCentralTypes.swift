@@ -74,7 +74,7 @@ extension BirdCentral {
         case report(Report)
         /// The command is done; the driver lets the cleanup actions before this
         /// one complete (briefly) and then exits with this outcome.
-        case finish(Outcome)
+        case finish(CommandOutcome)
     }
 
     /// Something to tell the user.
@@ -89,7 +89,7 @@ extension BirdCentral {
         case waiting(String)
         case retrying(Peripheral, attempt: Int, BlueZError)
         /// `watch --all`: one bird's session ended; it will be picked up again if heard.
-        case gaveUp(Failure)
+        case gaveUp(CommandFailure)
     }
 
     public struct Peripheral: Hashable, Sendable {
@@ -101,40 +101,6 @@ extension BirdCentral {
             self.path = path
             self.address = address
             self.name = name
-        }
-    }
-
-    public enum Outcome: Hashable, Sendable {
-        /// Every requested field decoded (read), or the stream ended as asked.
-        case success
-        /// Read: at least one field did not decode.
-        case badValue
-        /// Stopped by SIGINT/SIGTERM before the work was done.
-        case interrupted
-        case failed(Failure)
-    }
-
-    public enum Failure: Hashable, Sendable {
-        case bluetoothUnavailable(BlueZError)
-        case noAdapter(String?)
-        case adapterOff(String)
-        case permissionDenied(BlueZError)
-        case notFound
-        case connectTimeout
-        case connectFailed(BlueZError)
-        case connectionLost
-        case serviceMissing([BirdField])
-        case operationFailed(String, BlueZError)
-
-        /// `what` failed with `error`; a refusal by the bus policy is always
-        /// "permission denied", whatever was being done.
-        public static func failed(_ what: String, _ error: BlueZError) -> Failure {
-            error.kind == .permissionDenied ? .permissionDenied(error) : .operationFailed(what, error)
-        }
-
-        /// bluetoothd is not usable (or we may not talk to it).
-        public static func unavailable(_ error: BlueZError) -> Failure {
-            error.kind == .permissionDenied ? .permissionDenied(error) : .bluetoothUnavailable(error)
         }
     }
 }

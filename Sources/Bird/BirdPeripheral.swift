@@ -7,7 +7,7 @@ import DBus
 /// Loop-confined; `start`, `set` and `stop` may be called from anywhere.
 public final class BirdPeripheral: @unchecked Sendable {
     public typealias EventHandler = @Sendable (Event) -> Void
-    public typealias FinishHandler = @Sendable (BirdCentral.Outcome) -> Void
+    public typealias FinishHandler = @Sendable (CommandOutcome) -> Void
 
     public enum Event: Sendable {
         /// Registered and advertising on this adapter.
@@ -18,22 +18,19 @@ public final class BirdPeripheral: @unchecked Sendable {
         case subscription(BirdField, subscribed: Bool)
     }
 
-    private let connection: Connection
-    private let options: CentralDriver.Options
+    private let core: DriverCore
     private let onEvent: EventHandler
     private let onFinish: FinishHandler
-    private var client: BlueZClient!
     private var application: GattApplication!
-    private var adapter: AdapterChoice?
     private var registered = false
-    private var finished = false
+
+    private var client: BlueZClient { core.client }
 
     public init(
         connection: Connection, name: BirdValue, color: BirdValue, alpha: BirdValue,
-        options: CentralDriver.Options, onEvent: @escaping EventHandler, onFinish: @escaping FinishHandler
+        options: AdapterOptions, onEvent: @escaping EventHandler, onFinish: @escaping FinishHandler
     ) {
-        self.connection = connection
-        self.options = options
+        core = DriverCore(connection: connection, options: options)
         self.onEvent = onEvent
         self.onFinish = onFinish
         let initial = [name, color, alpha]
@@ -57,16 +54,12 @@ public final class BirdPeripheral: @unchecked Sendable {
     }
 
     public func start() {
-        connection.loop.execute { [self] in
-            application.export()
-            client = BlueZClient(connection: connection) { [self] event in handle(event) }
-            client.start()
-        }
+        core.start(prepare: { [self] _ in application.export() }) { [self] event in handle(event) }
     }
 
     /// Changes a value; subscribed centrals are notified.
     public func set(_ value: BirdValue) {
-        connection.loop.execute { [self] in
+        core.connection.loop.execute { [self] in
             application.update(value.field.uuid, BirdCodec.encode(value))
             onEvent(.valueChanged(value, byCentral: false))
         }
@@ -74,19 +67,22 @@ public final class BirdPeripheral: @unchecked Sendable {
 
     /// SIGINT/SIGTERM: unregister the advertisement and the application.
     public func stop() {
-        connection.loop.execute { [self] in
-            guard !finished else { return }
-            guard registered, let adapter else { return finish(.success) }
-            registered = false
-            let requests = BlueZRequest.unregister(application, adapter: adapter.path)
-            let done = Once { [self] in finish(.success) }
-            perform(requests) { _ in done.run() }
-            connection.loop.schedule(after: .seconds(2)) { done.run() }
+        core.connection.loop.execute { [self] in
+            if registered, let adapter = core.adapter {
+                registered = false
+                let requests = BlueZRequest.unregister(application, adapter: adapter.path)
+                core.cleanup { done in perform(requests) { _ in done() } }
+            }
+            finish(.success)
         }
     }
 
     private func handle(_ event: BlueZEvent) {
-        guard !finished else { return }
+        guard !core.isFinished else { return }
+        if let adapter = core.powerChange(event) {
+            if adapter.powered, !registered { register() }
+            return
+        }
         switch event {
         case .ready:
             guard !registered else { return }
@@ -95,20 +91,16 @@ public final class BirdPeripheral: @unchecked Sendable {
             if registered {
                 // bluetoothd restarted: register again when it is back.
                 registered = false
-            } else if adapter == nil {
+            } else if core.adapter == nil {
                 finish(.failed(.unavailable(error)))
             }
-        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains(.powered):
-            if changed.powered, !registered { register() }
         default:
             break
         }
     }
 
     private func register() {
-        let selected = AdapterStep.selectNow(client, options) { [self] failure in finish(.failed(failure)) }
-        adapter = selected.adapter
-        guard selected.usable, let choice = selected.adapter else { return }
+        guard let choice = core.usableAdapter(fail: { [self] failure in finish(.failed(failure)) }) else { return }
         perform(BlueZRequest.register(application, adapter: choice.path)) { [self] error in
             if let error {
                 let what = error.kind == .failed || error.kind == .notSupported ? "advertise on \(choice.name)" : "register the Bird service"
@@ -128,9 +120,7 @@ public final class BirdPeripheral: @unchecked Sendable {
         }
     }
 
-    private func finish(_ outcome: BirdCentral.Outcome) {
-        guard !finished else { return }
-        finished = true
-        onFinish(outcome)
+    private func finish(_ outcome: CommandOutcome) {
+        core.finish { [onFinish] in onFinish(outcome) }
     }
 }

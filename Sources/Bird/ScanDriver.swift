@@ -22,29 +22,24 @@ public struct ScanResult: Hashable, Sendable {
 /// Loop-confined; `start` and `stop` may be called from anywhere.
 public final class ScanDriver: @unchecked Sendable {
     public typealias FoundHandler = @Sendable (ScanResult) -> Void
-    public typealias FinishHandler = @Sendable (BirdCentral.Outcome, [ScanResult]) -> Void
+    public typealias FinishHandler = @Sendable (CommandOutcome, [ScanResult]) -> Void
 
-    private let connection: Connection
-    private let options: CentralDriver.Options
+    private let core: DriverCore
     private let minimumRSSI: Int?
     private let timeout: Duration?
     private let onFound: FoundHandler
     private let onFinish: FinishHandler
-    private var client: BlueZClient!
     private var discovery: Discovery!
 
-    private var adapter: AdapterChoice?
     private var results: [String: ScanResult] = [:]
     private var announced: Set<String> = []
     private var scanning = false
-    private var finished = false
 
     public init(
-        connection: Connection, options: CentralDriver.Options, minimumRSSI: Int?, timeout: Duration?,
+        connection: Connection, options: AdapterOptions, minimumRSSI: Int?, timeout: Duration?,
         onFound: @escaping FoundHandler, onFinish: @escaping FinishHandler
     ) {
-        self.connection = connection
-        self.options = options
+        core = DriverCore(connection: connection, options: options)
         self.minimumRSSI = minimumRSSI
         self.timeout = timeout
         self.onFound = onFound
@@ -52,29 +47,27 @@ public final class ScanDriver: @unchecked Sendable {
     }
 
     public func start() {
-        connection.loop.execute { [self] in
-            client = BlueZClient(connection: connection) { [self] event in handle(event) }
-            discovery = Discovery(client: client)
-            client.start()
-        }
+        core.start(prepare: { [self] client in discovery = Discovery(client: client) }) { [self] event in handle(event) }
     }
 
     /// Ctrl-C: the list so far is the result.
     public func stop() {
-        connection.loop.execute { [self] in finish(results.isEmpty ? .interrupted : .success) }
+        core.connection.loop.execute { [self] in finish(results.isEmpty ? .interrupted : .success) }
     }
 
     private func handle(_ event: BlueZEvent) {
-        guard !finished else { return }
+        guard !core.isFinished else { return }
+        if let adapter = core.powerChange(event) {
+            if adapter.powered { begin() } else if scanning { finish(.failed(.adapterOff(adapter.name))) }
+            return
+        }
         switch event {
         case .ready:
             begin()
         case .unavailable(let error):
             finish(.failed(.unavailable(error)))
-        case .adapterChanged(let changed, let names) where changed.path == adapter?.path && names.contains(.powered):
-            if changed.powered { begin() } else if scanning { finish(.failed(.adapterOff(AdapterChoice(changed).name))) }
-        case .adapterRemoved(let path) where path == adapter?.path:
-            finish(.failed(.noAdapter(adapter?.name)))
+        case .adapterRemoved(let path) where path == core.adapter?.path:
+            finish(.failed(.noAdapter(core.adapter?.name)))
         default:
             if scanning, let sighting = Sighting(event) { sighted(sighting) }
         }
@@ -82,20 +75,18 @@ public final class ScanDriver: @unchecked Sendable {
 
     private func begin() {
         guard !scanning else { return }
-        let selected = AdapterStep.selectNow(client, options) { [self] failure in finish(.failed(failure)) }
-        adapter = selected.adapter
-        guard selected.usable, let choice = selected.adapter else { return }
+        guard let choice = core.usableAdapter(fail: { [self] failure in finish(.failed(failure)) }) else { return }
         scanning = true
         discovery.start(
             on: choice.path, onStarted: { [self] heard in heard.forEach(sighted) },
             onFailure: { [self] error in finish(.failed(.failed("start discovery", error))) })
         if let timeout {
-            connection.loop.schedule(after: timeout) { [self] in finish(results.isEmpty ? .failed(.notFound) : .success) }
+            core.connection.loop.schedule(after: timeout) { [self] in finish(results.isEmpty ? .failed(.notFound) : .success) }
         }
     }
 
     private func sighted(_ sighting: Sighting) {
-        guard sighting.isBird, sighting.device.isDescendant(of: adapter?.path ?? "/nowhere") else { return }
+        guard sighting.isBird, sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere") else { return }
         let key = sighting.address.uppercased()
         let now = ContinuousClock.now
         var result = results[key] ?? ScanResult(address: sighting.address, name: sighting.name, rssi: nil, history: RSSIHistory())
@@ -107,9 +98,8 @@ public final class ScanDriver: @unchecked Sendable {
         if announced.insert(key).inserted { onFound(result) }
     }
 
-    private func finish(_ outcome: BirdCentral.Outcome) {
-        guard !finished else { return }
-        finished = true
+    private func finish(_ outcome: CommandOutcome) {
+        guard !core.isFinished else { return }
         let now = ContinuousClock.now
         let list = results.values
             .filter { minimumRSSI == nil || ($0.rssi ?? Int.min) >= minimumRSSI! }
@@ -119,15 +109,10 @@ public final class ScanDriver: @unchecked Sendable {
                 return updated
             }
             .sorted { ($0.rssi ?? Int.min, $1.address) > ($1.rssi ?? Int.min, $0.address) }
-        let report = Once { [onFinish] in onFinish(outcome, list) }
         if scanning {
             scanning = false
-            discovery.stop { report.run() }
-            // Never wait long for an unresponsive bluetoothd on the way out.
-            connection.loop.schedule(after: .seconds(2)) { report.run() }
-        } else {
-            report.run()
+            core.cleanup { done in discovery.stop(done: done) }
         }
+        core.finish { [onFinish] in onFinish(outcome, list) }
     }
 }
-

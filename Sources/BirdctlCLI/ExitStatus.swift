@@ -22,7 +22,7 @@ enum ExitStatus: Int32, Error {
     /// SIGINT/SIGTERM before the work was done.
     case interrupted = 130
 
-    init(_ outcome: BirdCentral.Outcome) {
+    init(_ outcome: CommandOutcome) {
         switch outcome {
         case .success: self = .success
         case .badValue: self = .badValue
@@ -31,7 +31,7 @@ enum ExitStatus: Int32, Error {
         }
     }
 
-    init(_ failure: BirdCentral.Failure) {
+    init(_ failure: CommandFailure) {
         switch failure {
         case .bluetoothUnavailable, .noAdapter: self = .bluetoothUnavailable
         case .adapterOff: self = .adapterOff
@@ -49,7 +49,7 @@ enum ExitStatus: Int32, Error {
     }
 }
 
-extension BirdCentral.Failure {
+extension CommandFailure {
     /// What went wrong, for a person, with a hint where one helps.
     var message: String {
         switch self {

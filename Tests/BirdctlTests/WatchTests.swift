@@ -79,6 +79,23 @@ struct WatchTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    @Test func aBirdAskedForByAddressIsFoundAgainAfterADroppedLink() async throws {
+        // Not in BlueZ's cache at first: found by discovery. After the drop it
+        // is in the cache; the rescan must still listen for it (the driver once
+        // offered it from the cache, the machine declined, and nothing scanned).
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", bird, "alpha", "--json")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake)
+        try await fake.call("DropLink", .string(bird))
+        _ = try await watch.line(containing: "\"disconnected\"")
+        _ = try await watch.line(containing: "\"connected\"")
+        _ = try await watch.line(containing: "\"reading\"")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     @Test func waitsForBluetoothdAndResumes() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()

@@ -22,13 +22,13 @@ struct CommonOptions {
         minimumRSSI = try arguments.integer("--min-rssi", range: -127...20)
     }
 
-    var driverOptions: CentralDriver.Options {
-        CentralDriver.Options(adapterName: adapter, powerOn: powerOn)
+    var adapterOptions: AdapterOptions {
+        AdapterOptions(adapterName: adapter, powerOn: powerOn)
     }
 }
 
 /// Reports a finished command's failure on stderr and turns it into the exit status.
-func exitStatus(for outcome: BirdCentral.Outcome) -> ExitStatus {
+func exitStatus(for outcome: CommandOutcome) -> ExitStatus {
     if case .failed(let failure) = outcome { Diagnostics.error(failure.message) }
     if outcome == .interrupted { Diagnostics.say("interrupted") }
     return ExitStatus(outcome)

@@ -27,7 +27,7 @@ enum ReadCommand {
         let results = ReadResults()
         let formatter = session.formatter
         let driver = CentralDriver(
-            connection: session.connection, configuration: configuration, options: common.driverOptions,
+            connection: session.connection, fleet: BirdFleet(configuration), options: common.adapterOptions,
             onReport: { report in
                 switch report {
                 case .reading(let peripheral, let value, let raw, _):

@@ -21,7 +21,7 @@ enum ScanCommand {
         let formatter = session.formatter
         let toTerminal = formatter.color
         let driver = ScanDriver(
-            connection: session.connection, options: common.driverOptions, minimumRSSI: common.minimumRSSI,
+            connection: session.connection, options: common.adapterOptions, minimumRSSI: common.minimumRSSI,
             timeout: timeout,
             onFound: { result in session.stdout.line(line(for: result, formatter)) },
             onFinish: { outcome, results in

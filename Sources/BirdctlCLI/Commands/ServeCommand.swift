@@ -34,7 +34,7 @@ enum ServeCommand {
         let formatter = session.formatter
         let stdout = session.stdout
         let peripheral = BirdPeripheral(
-            connection: session.connection, name: name, color: color, alpha: alpha, options: common.driverOptions,
+            connection: session.connection, name: name, color: color, alpha: alpha, options: common.adapterOptions,
             onEvent: { event in stdout.line(line(for: event, formatter)) },
             onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
         let loop = session.connection.loop

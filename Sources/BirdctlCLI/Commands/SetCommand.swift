@@ -38,7 +38,7 @@ enum SetCommand {
         do { session = try Session(json: false, verbose: common.verbose) } catch { return error }
         let formatter = session.formatter
         let driver = CentralDriver(
-            connection: session.connection, configuration: configuration, options: common.driverOptions,
+            connection: session.connection, fleet: BirdFleet(configuration), options: common.adapterOptions,
             onReport: { report in
                 if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
             },

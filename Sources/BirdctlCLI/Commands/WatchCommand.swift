@@ -29,15 +29,13 @@ enum WatchCommand {
             connectTimeout: try arguments.connectTimeout(),
             maximumReadings: try arguments.integer("--count", range: 1...Int.max),
             duration: try arguments.seconds("--duration", default: nil))
-        var options = common.driverOptions
-        options.all = all
 
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
         let formatter = session.formatter
         let stdout = session.stdout
         let driver = CentralDriver(
-            connection: session.connection, configuration: configuration, options: options,
+            connection: session.connection, fleet: BirdFleet(configuration, all: all), options: common.adapterOptions,
             onReport: { report in
                 switch report {
                 case .reading(let peripheral, let value, let raw, let notified):

@@ -1,0 +1,311 @@
+import BlueZ
+import DBus
+
+/// The central side of a command as one pure state machine: one `BirdCentral`
+/// for a read, set or watch of one bird; with `all` (`watch --all`), one per
+/// Bird heard, started when its bird is first heard and dropped when its
+/// session ends, so that it can be found again. Like `BirdCentral` it does no
+/// I/O: each event is one mutating method that returns the actions to
+/// perform, each naming the machine whose event its completion is.
+public struct BirdFleet: Sendable {
+    public typealias MachineID = Int
+
+    public enum Timer: Hashable, Sendable {
+        /// `--all`: the fleet's own find deadline and duration.
+        case fleet(BirdCentral.Timer)
+        case machine(MachineID, BirdCentral.Timer)
+    }
+
+    /// What the driver must do, in order.
+    public enum Action: Hashable, Sendable {
+        /// Discovery on; a refusal goes to `scanFailed` of that machine (nil:
+        /// the fleet's). With `lookUpKnown`, first look for that address in
+        /// BlueZ's cache and, if it is a Bird, give it to `deviceKnown` instead.
+        case startScanning(MachineID?, lookUpKnown: String?)
+        case stopScanning
+        case connect(MachineID, ObjectPath)
+        /// Disconnect, or cancel a connection still being made.
+        case disconnect(ObjectPath)
+        case read(MachineID, BirdField, ObjectPath)
+        case write(MachineID, ObjectPath, [UInt8])
+        case startNotify(MachineID, BirdField, ObjectPath)
+        case stopNotify(ObjectPath)
+        case armTimer(Timer, Duration)
+        case cancelTimer(Timer)
+        case report(BirdCentral.Report)
+        /// The command is done once the cleanup actions before this one are
+        /// answered (briefly).
+        case finish(CommandOutcome)
+    }
+
+    public let configuration: BirdCentral.Configuration
+    /// Follow every Bird in range (`watch --all`).
+    public let all: Bool
+    /// The machines, in the order they were started (few: one per Bird in range).
+    private var machines: [(id: MachineID, central: BirdCentral)] = []
+    private var nextID: MachineID = 0
+    private var adapter: AdapterChoice?
+    private var outcome: CommandOutcome?
+    /// `--all`: discovery is on for the fleet; `everReady`: it was at least once.
+    private var discovering = false
+    private var everReady = false
+    private var readings = 0
+    /// Machines whose first scan looked in BlueZ's cache.
+    private var lookedUp: Set<MachineID> = []
+
+    public init(_ configuration: BirdCentral.Configuration, all: Bool = false) {
+        self.configuration = configuration
+        self.all = all
+        if !all { add(configuration) }
+    }
+
+    public var isFinished: Bool { outcome != nil }
+
+    /// Whether machine `id` is still running (it has not finished or been dropped).
+    public func runs(_ id: MachineID) -> Bool { outcome == nil && machines.contains { $0.id == id } }
+
+    /// The devices the machines are connected (or connecting) to.
+    public var currentDevices: [ObjectPath] { machines.compactMap(\.central.currentDevice) }
+
+    // MARK: Bluetooth availability
+
+    /// BlueZ's tree is loaded, or the chosen adapter was powered on; `adapter`
+    /// is the chosen one, nil if none (or none named `requested`).
+    public mutating func bluetoothReady(adapter: AdapterChoice?, requested: String?) -> [Action] {
+        guard outcome == nil else { return [] }
+        self.adapter = adapter
+        var actions = all ? readyToDiscover(requested: requested) : []
+        actions += everyMachine { $0.bluetoothReady(adapter: adapter, requested: requested) }
+        return actions
+    }
+
+    public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
+        guard outcome == nil else { return [] }
+        adapter = nil
+        discovering = false
+        let actions = everyMachine { $0.bluetoothUnavailable(error) }
+        if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
+        return actions
+    }
+
+    public mutating func adapterPoweredOff(_ adapter: AdapterChoice) -> [Action] {
+        self.adapter = adapter
+        discovering = false
+        return everyMachine { $0.adapterPowered(false, adapter: adapter) }
+    }
+
+    public mutating func adapterRemoved(name: String) -> [Action] {
+        adapter = nil
+        discovering = false
+        return everyMachine { $0.adapterRemoved(name: name) }
+    }
+
+    /// The adapter cannot be used (a power-on was refused): the command ends.
+    public mutating func adapterFailed(_ failure: CommandFailure) -> [Action] {
+        finishAll(.failed(failure))
+    }
+
+    /// `--all`: the adapter is usable (again): keep discovery on to hear every Bird.
+    private mutating func readyToDiscover(requested: String?) -> [Action] {
+        guard let adapter, adapter.powered else {
+            if everReady { return [] }
+            return finishAll(.failed(adapter.map { .adapterOff($0.name) } ?? .noAdapter(requested)))
+        }
+        guard !discovering else { return [] }
+        discovering = true
+        var actions: [Action] = [.startScanning(nil, lookUpKnown: nil)]
+        if !everReady {
+            if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
+            if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
+        }
+        everReady = true
+        return actions
+    }
+
+    // MARK: Devices
+
+    /// A device was heard. With `all`, a Bird no machine follows gets one.
+    public mutating func deviceSighted(_ sighting: Sighting) -> [Action] {
+        guard outcome == nil else { return [] }
+        var actions: [Action] = []
+        if all, discovering, sighting.matches(address: nil, minimumRSSI: configuration.minimumRSSI),
+            !machines.contains(where: { $0.central.configuration.address?.uppercased() == sighting.address.uppercased() })
+        {
+            var perBird = configuration
+            perBird.address = sighting.address
+            perBird.scanTimeout = nil
+            perBird.maximumReadings = nil
+            perBird.duration = nil
+            let id = add(perBird)
+            actions.append(.cancelTimer(.fleet(.scan)))
+            actions += on(id) { [adapter] in $0.bluetoothReady(adapter: adapter) }
+        }
+        return actions + everyMachine { $0.deviceSighted(sighting) }
+    }
+
+    /// The bird machine `id` asked for is in BlueZ's cache (`lookUpKnown`).
+    public mutating func deviceKnown(_ id: MachineID, _ sighting: Sighting) -> [Action] {
+        on(id) { $0.deviceKnown(sighting) }
+    }
+
+    public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
+        everyMachine { $0.deviceDisconnected(device) }
+    }
+
+    public mutating func deviceRemoved(_ device: ObjectPath) -> [Action] {
+        everyMachine { $0.deviceRemoved(device) }
+    }
+
+    public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
+        everyMachine { $0.servicesResolved(device: device, characteristics: characteristics) }
+    }
+
+    /// A characteristic went away while its device's services stayed resolved.
+    public mutating func characteristicRemoved(_ path: ObjectPath) -> [Action] {
+        everyMachine { $0.characteristicRemoved(path) }
+    }
+
+    /// A notification (or BlueZ's echo of a read).
+    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8]) -> [Action] {
+        everyMachine { $0.valueChanged(characteristic, raw) }
+    }
+
+    // MARK: Replies
+
+    public mutating func scanFailed(_ id: MachineID?, _ error: BlueZError) -> [Action] {
+        guard let id else { return finishAll(.failed(.failed("start discovery", error))) }
+        return on(id) { $0.scanFailed(error) }
+    }
+
+    public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        on(id) { $0.connectReplied(result) }
+    }
+
+    public mutating func readCompleted(_ id: MachineID, _ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
+        on(id) { $0.readCompleted(field, result) }
+    }
+
+    public mutating func writeCompleted(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        on(id) { $0.writeCompleted(result) }
+    }
+
+    public mutating func notifyStarted(_ id: MachineID, _ field: BirdField, _ result: Result<Void, BlueZError>) -> [Action] {
+        on(id) { $0.notifyStarted(field, result) }
+    }
+
+    // MARK: Timers and stopping
+
+    public mutating func timerFired(_ timer: Timer) -> [Action] {
+        switch timer {
+        case .machine(let id, let timer):
+            return on(id) { $0.timerFired(timer) }
+        case .fleet(.scan) where machines.isEmpty:
+            return finishAll(.failed(.notFound))
+        case .fleet(.duration):
+            return finishAll(.success)
+        case .fleet:
+            return []
+        }
+    }
+
+    /// SIGINT/SIGTERM, or stdout closed: undo what was done, then finish.
+    public mutating func stopRequested() -> [Action] {
+        if all { return finishAll(.success) }
+        return everyMachine { $0.stopRequested() }
+    }
+
+    // MARK: Machines
+
+    @discardableResult
+    private mutating func add(_ configuration: BirdCentral.Configuration) -> MachineID {
+        let id = nextID
+        nextID += 1
+        machines.append((id, BirdCentral(configuration)))
+        return id
+    }
+
+    /// Runs an event on one machine; its actions, translated.
+    private mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
+        guard outcome == nil, let index = machines.firstIndex(where: { $0.id == id }) else { return [] }
+        return translate(event(&machines[index].central), from: id)
+    }
+
+    /// Runs an event on every machine (in place: this is the notification path).
+    private mutating func everyMachine(_ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
+        guard outcome == nil else { return [] }
+        var actions: [Action] = []
+        var index = 0
+        while index < machines.count, outcome == nil {
+            let id = machines[index].id
+            let own = event(&machines[index].central)
+            if !own.isEmpty { actions += translate(own, from: id) }
+            // A machine that finished (with `all`) has left the list.
+            if index < machines.count, machines[index].id == id { index += 1 }
+        }
+        return actions
+    }
+
+    /// A machine's actions as the fleet's: tagged with the machine, discovery
+    /// left to the fleet with `all`, and a machine's end the command's end
+    /// only without `all`.
+    private mutating func translate(_ own: [BirdCentral.Action], from id: MachineID) -> [Action] {
+        var actions: [Action] = []
+        var enough = false
+        for action in own {
+            switch action {
+            case .startScanning:
+                actions.append(.startScanning(id, lookUpKnown: all ? nil : firstLookUp(for: id)))
+            case .stopScanning:
+                if !all { actions.append(.stopScanning) }
+            case .connect(let device): actions.append(.connect(id, device))
+            case .disconnect(let device): actions.append(.disconnect(device))
+            case .read(let field, let path): actions.append(.read(id, field, path))
+            case .write(_, let path, let bytes): actions.append(.write(id, path, bytes))
+            case .startNotify(let field, let path): actions.append(.startNotify(id, field, path))
+            case .stopNotify(let path): actions.append(.stopNotify(path))
+            case .armTimer(let timer, let delay): actions.append(.armTimer(.machine(id, timer), delay))
+            case .cancelTimer(let timer): actions.append(.cancelTimer(.machine(id, timer)))
+            case .report(let report):
+                actions.append(.report(report))
+                if all, case .reading = report, let maximum = configuration.maximumReadings {
+                    readings += 1
+                    enough = enough || readings == maximum
+                }
+            case .finish(let result):
+                guard all else {
+                    outcome = result
+                    actions.append(.finish(result))
+                    continue
+                }
+                // One bird lost is not the end of the fleet: forget it so it can be found again.
+                machines.removeAll { $0.id == id }
+                if case .failed(let failure) = result { actions.append(.report(.gaveUp(failure))) }
+            }
+        }
+        // After this machine's actions, not in the middle of them.
+        return enough ? actions + finishAll(.success) : actions
+    }
+
+    /// A machine's first scan may start from BlueZ's cache (a bird asked for
+    /// by address that BlueZ knows); later ones (after a lost link) listen.
+    private mutating func firstLookUp(for id: MachineID) -> String? {
+        guard let address = machines.first(where: { $0.id == id })?.central.configuration.address,
+            lookedUp.insert(id).inserted
+        else { return nil }
+        return address
+    }
+
+    /// Stops every machine (StopNotify, Disconnect) and discovery, then finishes.
+    private mutating func finishAll(_ result: CommandOutcome) -> [Action] {
+        guard outcome == nil else { return [] }
+        var actions: [Action] = []
+        for index in machines.indices {
+            let id = machines[index].id
+            let cleanup = machines[index].central.stopRequested().filter { if case .finish = $0 { false } else { true } }
+            actions += translate(cleanup, from: id).filter { if case .stopScanning = $0 { false } else { true } }
+        }
+        machines.removeAll()
+        outcome = result
+        return actions + [.stopScanning, .finish(result)]
+    }
+}

@@ -1,0 +1,36 @@
+import BlueZ
+
+/// How a command (read, watch, set, scan, serve) ended.
+public enum CommandOutcome: Hashable, Sendable {
+    /// Every requested field decoded (read), or the stream ended as asked.
+    case success
+    /// Read: at least one field did not decode.
+    case badValue
+    /// Stopped by SIGINT/SIGTERM before the work was done.
+    case interrupted
+    case failed(CommandFailure)
+}
+
+public enum CommandFailure: Hashable, Sendable {
+    case bluetoothUnavailable(BlueZError)
+    case noAdapter(String?)
+    case adapterOff(String)
+    case permissionDenied(BlueZError)
+    case notFound
+    case connectTimeout
+    case connectFailed(BlueZError)
+    case connectionLost
+    case serviceMissing([BirdField])
+    case operationFailed(String, BlueZError)
+
+    /// `what` failed with `error`; a refusal by the bus policy is always
+    /// "permission denied", whatever was being done.
+    public static func failed(_ what: String, _ error: BlueZError) -> CommandFailure {
+        error.kind == .permissionDenied ? .permissionDenied(error) : .operationFailed(what, error)
+    }
+
+    /// bluetoothd is not usable (or we may not talk to it).
+    public static func unavailable(_ error: BlueZError) -> CommandFailure {
+        error.kind == .permissionDenied ? .permissionDenied(error) : .bluetoothUnavailable(error)
+    }
+}
