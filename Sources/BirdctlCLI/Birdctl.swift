@@ -4,60 +4,27 @@ import Glibc
 /// The command line: picks the command, parses its options, runs it, and
 /// returns the exit status. `main.swift` only prepares the process and exits.
 public enum Birdctl {
-    static let usage = """
-        usage: birdctl <command> [options]
+    static let commands: [Command] = [
+        ScanCommand.command, ReadCommand.command, WatchCommand.command, SetCommand.command, ServeCommand.command,
+    ]
 
-        A Bluetooth Low Energy central for Bird peripherals, over BlueZ.
+    static var usage: String {
+        let width = commands.map(\.name.count).max() ?? 0
+        let list = commands.map { "  " + $0.name + String(repeating: " ", count: width - $0.name.count + 2) + $0.summary }
+        let codes = ExitStatus.allCases.map { "  " + String($0.rawValue).padding(3) + "  " + $0.meaning }
+        return """
+            usage: birdctl <command> [options]
 
-        commands:
-          scan    list Bird peripherals in range
-          read    read a Bird's name, color and alpha once
-          watch   stream a Bird's readings (or every Bird's, with --all)
-          set     write a value to a Bird
-          serve   be a Bird peripheral (through BlueZ)
+            A Bluetooth Low Energy central for Bird peripherals, over BlueZ.
 
-        Run 'birdctl <command> --help' for a command's options. Exit codes:
-        0 ok, 2 usage, 3 Bluetooth unavailable, 4 adapter off, 5 permission denied,
-        6 no Bird found, 7 connection failed or lost, 8 bad value, 9 BlueZ operation
-        failed, 130 interrupted.
-        """
+            commands:
+            \(list.joined(separator: "\n"))
 
-    typealias Command = (usage: String, spec: Arguments.Spec, run: (Arguments) throws(UsageError) -> ExitStatus)
+            Run 'birdctl <command> --help' for a command's options.
 
-    static func command(named name: String) -> Command? {
-        let common = CommonOptions.valued
-        let commonFlags = CommonOptions.flags
-        switch name {
-        case "scan":
-            return (ScanCommand.usage, Arguments.Spec(valued: common, flags: commonFlags), ScanCommand.run)
-        case "read":
-            return (
-                ReadCommand.usage, Arguments.Spec(valued: common.union(["--connect-timeout"]), flags: commonFlags),
-                ReadCommand.run
-            )
-        case "serve":
-            return (
-                ServeCommand.usage,
-                Arguments.Spec(
-                    valued: ["--adapter", "--name", "--color", "--alpha"], flags: commonFlags.union(["--animate"])),
-                ServeCommand.run
-            )
-        case "set":
-            return (
-                SetCommand.usage, Arguments.Spec(valued: common.union(["--connect-timeout"]), flags: commonFlags),
-                SetCommand.run
-            )
-        case "watch":
-            return (
-                WatchCommand.usage,
-                Arguments.Spec(
-                    valued: common.union(["--connect-timeout", "--count", "--duration"]),
-                    flags: commonFlags.union(["--all", "--no-reconnect"])),
-                WatchCommand.run
-            )
-        default:
-            return nil
-        }
+            exit codes:
+            \(codes.joined(separator: "\n"))
+            """
     }
 
     /// Runs the command line (without the program name) and returns the exit code.
@@ -75,19 +42,29 @@ public enum Birdctl {
             printOut(usage)
             return .success
         case "--version", "version":
-            printOut("birdctl 0.1.0")
+            printOut(Version.text)
+            return .success
+        case "--generate-manual":
+            printOut(ManualPage.render())
+            return .success
+        case "--generate-completion-script":
+            guard arguments.count == 2, let shell = Completions.Shell(rawValue: arguments[1]) else {
+                Diagnostics.error("--generate-completion-script expects bash, zsh or fish")
+                return .usage
+            }
+            printOut(Completions.script(for: shell))
             return .success
         default:
             break
         }
-        guard let command = command(named: name) else {
+        guard let command = commands.first(where: { $0.name == name }) else {
             Diagnostics.error("unknown command '\(name)'")
             Diagnostics.raw(usage)
             return .usage
         }
         do {
-            let parsed = try Arguments(Array(arguments.dropFirst()), spec: command.spec)
-            if parsed.has("--help") {
+            let parsed = try Arguments(Array(arguments.dropFirst()), accepting: command.options)
+            if parsed.has(.help) {
                 printOut(command.usage)
                 return .success
             }
@@ -102,5 +79,12 @@ public enum Birdctl {
     static func printOut(_ text: String) {
         let bytes = Array((text + "\n").utf8)
         _ = write(1, bytes, bytes.count)
+    }
+}
+
+extension String {
+    /// Left-aligned in `width` columns (ASCII).
+    func padding(_ width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

@@ -2,7 +2,7 @@ import Bird
 import BlueZ
 
 /// birdctl's exit codes, one per failure class (documented in the README).
-enum ExitStatus: Int32, Error {
+enum ExitStatus: Int32, Error, CaseIterable {
     case success = 0
     /// Unexpected internal failure (should not happen).
     case internalError = 1
@@ -21,6 +21,23 @@ enum ExitStatus: Int32, Error {
     case operationFailed = 9
     /// SIGINT/SIGTERM before the work was done.
     case interrupted = 130
+
+    /// What the code means, for `--help` and the man page.
+    var meaning: String {
+        switch self {
+        case .success: "success"
+        case .internalError: "internal error (a bug)"
+        case .usage: "usage error"
+        case .bluetoothUnavailable: "Bluetooth unavailable: no system bus, bluetoothd not running, no (such) adapter"
+        case .adapterOff: "adapter powered off (--power-on powers it)"
+        case .permissionDenied: "permission denied by the D-Bus policy"
+        case .notFound: "no Bird found before --timeout"
+        case .connectionFailed: "connection failed, timed out, or lost"
+        case .badValue: "bad value (read)"
+        case .operationFailed: "another BlueZ operation failed (read, subscribe, discovery, registration)"
+        case .interrupted: "interrupted (SIGINT/SIGTERM) before a read or scan finished"
+        }
+    }
 
     init(_ outcome: CommandOutcome) {
         switch outcome {

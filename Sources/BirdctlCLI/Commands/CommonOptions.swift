@@ -1,10 +1,8 @@
 import Bird
 
-/// Options every Bluetooth command shares.
+/// What the options every Bluetooth command shares say (a command that does
+/// not declare one of them sees it absent).
 struct CommonOptions {
-    static let valued: Set<String> = ["--adapter", "--timeout", "--min-rssi"]
-    static let flags: Set<String> = ["--json", "--verbose", "--power-on", "--help"]
-
     var adapter: String?
     var json: Bool
     var verbose: Bool
@@ -12,14 +10,14 @@ struct CommonOptions {
     var minimumRSSI: Int?
 
     init(_ arguments: Arguments) throws(UsageError) {
-        adapter = arguments.values["--adapter"]
+        adapter = arguments.value(.adapter)
         if let adapter, !(adapter.hasPrefix("hci") && adapter.dropFirst(3).allSatisfy(\.isNumber) && adapter.count > 3) {
             throw UsageError("--adapter expects a name like hci0, got '\(adapter)'")
         }
-        json = arguments.has("--json")
-        verbose = arguments.has("--verbose")
-        powerOn = arguments.has("--power-on")
-        minimumRSSI = try arguments.integer("--min-rssi", range: -127...20)
+        json = arguments.has(.json)
+        verbose = arguments.has(.verbose)
+        powerOn = arguments.has(.powerOn)
+        minimumRSSI = try arguments.integer(.minimumRSSI, range: -127...20)
     }
 
     var adapterOptions: AdapterOptions {

@@ -2,15 +2,17 @@ import Bird
 
 /// `birdctl read`: find (or use ADDRESS), connect, read, print, disconnect.
 enum ReadCommand {
-    static let usage = """
-        usage: birdctl read [ADDRESS] [name|color|alpha ...] [--timeout S] [--connect-timeout S]
-                            [--min-rssi DBM] [--adapter hciN] [--power-on] [--json] [--verbose]
-
-        Reads the Bird's characteristics once. With one field the value is
-        printed bare, for scripts: color=$(birdctl read color). --timeout is how
-        long to look for a Bird (default 10 s), --connect-timeout the deadline to
-        connect (default 10 s). Exits 0 only if every field decoded; 8 if one did not.
-        """
+    static let command = Command(
+        name: "read", summary: "read a Bird's name, color and alpha once",
+        operands: "[ADDRESS] [name|color|alpha ...]",
+        details: """
+            Finds the first Bird (or the one at ADDRESS), connects, reads the fields
+            (all three by default), prints them and disconnects. With one field the
+            value is printed bare, for scripts: color=$(birdctl read color). Exits 0
+            only if every field decoded; 8 if one did not.
+            """,
+        options: [.timeout, .connectTimeout, .minimumRSSI, .adapter, .powerOn, .json, .verbose, .help],
+        run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
@@ -18,7 +20,7 @@ enum ReadCommand {
         let fields = requested.isEmpty ? BirdField.allCases : requested
         let configuration = BirdCentral.Configuration(
             mode: .read, fields: fields, address: address, minimumRSSI: common.minimumRSSI,
-            scanTimeout: try arguments.seconds("--timeout", default: .seconds(10)),
+            scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
             connectTimeout: try arguments.connectTimeout())
         let bare = requested.count == 1 && !common.json
 

@@ -2,18 +2,23 @@ import Bird
 
 /// `birdctl scan`: list Bird peripherals as they are heard.
 enum ScanCommand {
-    static let usage = """
-        usage: birdctl scan [--timeout S] [--min-rssi DBM] [--adapter hciN] [--power-on] [--json] [--verbose]
-
-        Lists Bird peripherals as they are found: address, smoothed RSSI, name.
-        At the end (--timeout, default 10 s; 0 = until Ctrl-C) a terminal also
-        gets the list sorted by signal strength, and --json a "done" line with it.
-        Exits 0 if a Bird was found, 6 if none was.
-        """
+    static let command = Command(
+        name: "scan", summary: "list Bird peripherals in range", operands: "",
+        details: """
+            Lists Bird peripherals as they are found: address, smoothed RSSI, name.
+            At the end (--timeout, default 10 s; 0 = until Ctrl-C) a terminal also
+            gets the list sorted by signal strength, and --json a "done" line with it.
+            Exits 0 if a Bird was found, 6 if none was.
+            """,
+        options: [
+            .timeout.explained("seconds to scan (default 10; 0 = until Ctrl-C)"), .minimumRSSI, .adapter, .powerOn,
+            .json, .verbose, .help,
+        ],
+        run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
-        let timeout = try arguments.seconds("--timeout", default: .seconds(10))
+        let timeout = try arguments.seconds(.timeout, default: .seconds(10))
         guard arguments.positionals.isEmpty else { throw UsageError("scan takes no arguments") }
 
         let session: Session

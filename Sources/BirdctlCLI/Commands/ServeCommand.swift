@@ -4,30 +4,30 @@ import Glibc
 
 /// `birdctl serve`: be a Bird peripheral through BlueZ.
 enum ServeCommand {
-    static let usage = """
-        usage: birdctl serve [--name NAME] [--color #RRGGBB] [--alpha 0-100] [--animate]
-                             [--adapter hciN] [--power-on] [--json] [--verbose]
-
-        Publishes the Bird Service on an adapter (GATT application and LE
-        advertisement) and serves reads, writes and notifications until Ctrl-C.
-        Lines on stdin change values and notify subscribers: "alpha 55",
-        "color #00FF00", "name Wren". --animate cycles alpha and color every
-        second. Writes from centrals are checked like any reading: a bad one is
-        refused and the value stays. Prints one line per event.
-        """
+    static let command = Command(
+        name: "serve", summary: "be a Bird peripheral (through BlueZ)", operands: "",
+        details: """
+            Publishes the Bird Service on an adapter (GATT application and LE
+            advertisement) and serves reads, writes and notifications until Ctrl-C.
+            Lines on stdin change values and notify subscribers: "alpha 55",
+            "color #00FF00", "name Wren". Writes from centrals are checked like any
+            reading: a bad one is refused and the value stays. Prints one line per event.
+            """,
+        options: [.name, .color, .alpha, .animate, .adapter, .powerOn, .json, .verbose, .help],
+        run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
         guard arguments.positionals.isEmpty else { throw UsageError("serve takes no arguments") }
-        func initial(_ field: BirdField, _ fallback: String) throws(UsageError) -> BirdValue {
-            switch BirdCodec.parse(field, arguments.values["--\(field)"] ?? fallback) {
+        func initial(_ field: BirdField, _ option: Option, _ fallback: String) throws(UsageError) -> BirdValue {
+            switch BirdCodec.parse(field, arguments.value(option) ?? fallback) {
             case .success(let value): return value
-            case .failure(let error): throw UsageError("--\(field): \(error.reason)")
+            case .failure(let error): throw UsageError("\(option.name): \(error.reason)")
             }
         }
-        let name = try initial(.name, "Robin")
-        let color = try initial(.color, "#FF8800")
-        let alpha = try initial(.alpha, "80")
+        let name = try initial(.name, .name, "Robin")
+        let color = try initial(.color, .color, "#FF8800")
+        let alpha = try initial(.alpha, .alpha, "80")
 
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
@@ -41,7 +41,7 @@ enum ServeCommand {
         return session.run(onInterrupt: peripheral.stop, onStdoutClosed: peripheral.stop) {
             peripheral.start()
             readStdin(on: loop, into: peripheral)
-            if arguments.has("--animate"), case .alpha(let percent) = alpha {
+            if arguments.has(.animate), case .alpha(let percent) = alpha {
                 animate(peripheral, on: loop, from: Int(percent), step: 0)
             }
         }

@@ -2,15 +2,16 @@ import Bird
 
 /// `birdctl set`: write one value to a Bird (with response).
 enum SetCommand {
-    static let usage = """
-        usage: birdctl set [ADDRESS] FIELD VALUE [--timeout S] [--connect-timeout S]
-                           [--adapter hciN] [--power-on] [--verbose]
-
-        Checks VALUE locally with the same rules as a reading (so a bad value
-        is refused before any radio work, exit 2), then finds the Bird (or the
-        one at ADDRESS), connects, writes with response, and disconnects.
-        Exit codes as for read.
-        """
+    static let command = Command(
+        name: "set", summary: "write a value to a Bird", operands: "[ADDRESS] FIELD VALUE",
+        details: """
+            Checks VALUE locally with the same rules as a reading (so a bad value
+            is refused before any radio work, exit 2), then finds the Bird (or the
+            one at ADDRESS), connects, writes with response, and disconnects.
+            Prints nothing on success. Exit codes as for read.
+            """,
+        options: [.timeout, .connectTimeout, .minimumRSSI, .adapter, .powerOn, .verbose, .help],
+        run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
@@ -31,7 +32,7 @@ enum SetCommand {
         }
         let configuration = BirdCentral.Configuration(
             mode: .write(value), fields: [field], address: address, minimumRSSI: common.minimumRSSI,
-            scanTimeout: try arguments.seconds("--timeout", default: .seconds(10)),
+            scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
             connectTimeout: try arguments.connectTimeout())
 
         let session: Session

@@ -2,33 +2,37 @@ import Bird
 
 /// `birdctl watch`: stream one line per reading until stopped.
 enum WatchCommand {
-    static let usage = """
-        usage: birdctl watch [ADDRESS] [name|color|alpha ...] [--all] [--count N] [--duration S]
-                             [--no-reconnect] [--timeout S] [--connect-timeout S] [--min-rssi DBM]
-                             [--adapter hciN] [--power-on] [--json] [--verbose]
-
-        Subscribes, reads the current values, and prints one line per reading,
-        each tagged with the peripheral's address, until Ctrl-C, --count N
-        readings, or --duration S. After a lost link it scans and reconnects
-        (unless --no-reconnect); if bluetoothd restarts or the adapter is powered
-        off, it waits and resumes. --all follows every Bird in range at once.
-        --timeout is how long to look for a Bird at first (default: no limit).
-        --json prints JSON Lines: readings and events (found, connected, ...).
-        """
+    static let command = Command(
+        name: "watch", summary: "stream a Bird's readings (or every Bird's, with --all)",
+        operands: "[ADDRESS] [name|color|alpha ...]",
+        details: """
+            Subscribes, reads the current values, and prints one line per reading,
+            each tagged with the peripheral's address, until Ctrl-C, --count N
+            readings, or --duration S. After a lost link it scans and reconnects
+            (unless --no-reconnect); if bluetoothd restarts or the adapter is powered
+            off, it waits and resumes. --json prints JSON Lines: readings and events
+            (found, connected, ...).
+            """,
+        options: [
+            .all, .count, .duration, .noReconnect,
+            .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
+            .minimumRSSI, .adapter, .powerOn, .json, .verbose, .help,
+        ],
+        run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
         let (address, requested) = try arguments.addressAndFields()
-        let all = arguments.has("--all")
+        let all = arguments.has(.all)
         if all && address != nil { throw UsageError("--all follows every Bird; it takes no ADDRESS") }
         let configuration = BirdCentral.Configuration(
-            mode: .watch(reconnect: !arguments.has("--no-reconnect")),
+            mode: .watch(reconnect: !arguments.has(.noReconnect)),
             fields: requested.isEmpty ? BirdField.allCases : requested, address: address,
             minimumRSSI: common.minimumRSSI,
-            scanTimeout: try arguments.seconds("--timeout", default: nil),
+            scanTimeout: try arguments.seconds(.timeout, default: nil),
             connectTimeout: try arguments.connectTimeout(),
-            maximumReadings: try arguments.integer("--count", range: 1...Int.max),
-            duration: try arguments.seconds("--duration", default: nil))
+            maximumReadings: try arguments.integer(.count, range: 1...Int.max),
+            duration: try arguments.seconds(.duration, default: nil))
 
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }

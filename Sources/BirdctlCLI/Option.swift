@@ -1,0 +1,58 @@
+/// One command-line option, declared once: the parser, `--help`, the man page
+/// and the shell completions all read it from here. A command may word the
+/// help for itself (`explained`), never the name or the value.
+struct Option: Hashable, Sendable {
+    /// `--timeout`.
+    let name: String
+    /// What the value is called in help (`S`); nil for a flag.
+    let value: String?
+    let help: String
+    /// What a shell offers for the value.
+    let completion: Completion
+
+    enum Completion: Hashable, Sendable {
+        case none
+        /// Bluetooth adapters on this machine (`hci0`, …).
+        case adapter
+    }
+
+    init(_ name: String, value: String? = nil, _ help: String, completion: Completion = .none) {
+        self.name = name
+        self.value = value
+        self.help = help
+        self.completion = completion
+    }
+
+    var takesValue: Bool { value != nil }
+
+    /// The same option, with help worded for one command.
+    func explained(_ help: String) -> Option {
+        Option(name, value: value, help, completion: completion)
+    }
+
+    static func == (a: Option, b: Option) -> Bool { a.name == b.name }
+    func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
+extension Option {
+    static let adapter = Option(
+        "--adapter", value: "hciN", "use this adapter (default: the first powered one)", completion: .adapter)
+    static let powerOn = Option("--power-on", "power the adapter on if it is off")
+    static let timeout = Option("--timeout", value: "S", "seconds to look for a Bird (default 10; 0 = no limit)")
+    static let connectTimeout = Option(
+        "--connect-timeout", value: "S", "deadline to connect, retries included (default 10 s)")
+    static let minimumRSSI = Option("--min-rssi", value: "DBM", "only Birds heard at least this strong (-127 to 20)")
+    static let json = Option("--json", "JSON Lines on stdout, one object per line")
+    static let verbose = Option("--verbose", "show events and the D-Bus traffic on stderr")
+    static let help = Option("--help", "show this help (also -h)")
+
+    static let count = Option("--count", value: "N", "stop after N readings")
+    static let duration = Option("--duration", value: "S", "stop after S seconds")
+    static let all = Option("--all", "follow every Bird in range; every line carries the address")
+    static let noReconnect = Option("--no-reconnect", "exit 7 when the link is lost instead of reconnecting")
+
+    static let name = Option("--name", value: "NAME", "the name served and advertised (default Robin)")
+    static let color = Option("--color", value: "#RRGGBB", "the colour served (default #FF8800)")
+    static let alpha = Option("--alpha", value: "0-100", "the alpha served, in percent (default 80)")
+    static let animate = Option("--animate", "change alpha and colour every second")
+}

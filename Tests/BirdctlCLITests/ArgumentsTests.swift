@@ -1,0 +1,103 @@
+import Bird
+import Testing
+
+@testable import BirdctlCLI
+
+@Suite("Parsing the command line")
+struct ArgumentsTests {
+    static func parse(_ command: String, _ arguments: String...) throws(UsageError) -> Arguments {
+        try Arguments(arguments, accepting: Birdctl.commands.first { $0.name == command }!.options)
+    }
+
+    @Test func optionsFlagsAndOperands() throws {
+        let parsed = try Self.parse("watch", "F0:0D:B1:7D:00:01", "alpha", "--count=3", "--duration", "2.5", "--json", "-h")
+        #expect(parsed.value(.count) == "3")
+        #expect(try parsed.integer(.count, range: 1...10) == 3)
+        #expect(try parsed.seconds(.duration, default: nil) == .milliseconds(2500))
+        #expect(parsed.has(.json) && parsed.has(.help) && !parsed.has(.all))
+        let (address, fields) = try parsed.addressAndFields()
+        #expect(address == "F0:0D:B1:7D:00:01" && fields == [.alpha])
+    }
+
+    @Test func negativeNumbersAndDoubleDashAreOperands() throws {
+        let parsed = try Self.parse("set", "--min-rssi", "-70", "--", "name", "--weird--")
+        #expect(try parsed.integer(.minimumRSSI, range: -127...20) == -70)
+        #expect(parsed.positionals == ["name", "--weird--"])
+    }
+
+    @Test(arguments: [
+        (["--bogus"], "unknown option --bogus"),
+        (["--json"], "unknown option --json"),  // set prints nothing, so it has no --json
+        (["--timeout"], "--timeout needs a value"),
+        (["--verbose=yes"], "--verbose takes no value"),
+    ])
+    func mistakesSayWhat(_ arguments: [String], _ message: String) {
+        #expect(throws: UsageError.self) { try Arguments(arguments, accepting: SetCommand.command.options) }
+        do {
+            _ = try Arguments(arguments, accepting: SetCommand.command.options)
+        } catch {
+            #expect(error.message == message)
+        }
+    }
+
+    @Test func valuesAreChecked() throws {
+        #expect(throws: UsageError.self) { try Self.parse("scan", "--timeout", "soon").seconds(.timeout, default: nil) }
+        #expect(throws: UsageError.self) { try Self.parse("watch", "--count", "0").integer(.count, range: 1...5) }
+        #expect(throws: UsageError.self) { try CommonOptions(Self.parse("read", "--adapter", "wlan0")) }
+        #expect(try Self.parse("scan", "--timeout", "0").seconds(.timeout, default: .seconds(10)) == nil)
+        #expect(throws: UsageError.self) { try Self.parse("read", "alpha", "F0:0D:B1:7D:00:01").addressAndFields() }
+    }
+}
+
+@Suite("Every option declared once")
+struct DeclarationTests {
+    @Test func noCommandDeclaresAnOptionTwice() {
+        for command in Birdctl.commands {
+            #expect(Set(command.options.map(\.name)).count == command.options.count, "\(command.name)")
+            #expect(command.options.contains(.help), "\(command.name)")
+        }
+    }
+
+    @Test func helpListsEveryOptionOfTheCommand() {
+        for command in Birdctl.commands {
+            let usage = command.usage
+            #expect(usage.hasPrefix("usage: birdctl \(command.name)"))
+            for option in command.options { #expect(usage.contains("  \(Command.label(option))  "), "\(command.name) \(option.name)") }
+        }
+    }
+
+    @Test func theManualHasEveryCommandOptionAndExitCode() {
+        let page = ManualPage.render()
+        for section in ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "ENVIRONMENT", "EXAMPLES", "SEE ALSO"] {
+            #expect(page.contains(".SH \(section)\n"), "\(section)")
+        }
+        for command in Birdctl.commands {
+            #expect(page.contains(".SS \"birdctl \(command.name)"))
+            for option in command.options { #expect(page.contains(Roff.escaped(option.name)), "\(option.name)") }
+        }
+        for status in ExitStatus.allCases { #expect(page.contains(".B \(status.rawValue)\n")) }
+        #expect(page.contains(".BR bluetoothctl (1),") && page.contains(".BR btmon (1),"))
+    }
+
+    @Test func completionsOfferEveryCommandAndOption() {
+        for shell in Completions.Shell.allCases {
+            let script = Completions.script(for: shell)
+            for command in Birdctl.commands {
+                #expect(script.contains(command.name), "\(shell) \(command.name)")
+                for option in command.options {
+                    let spelled = shell == .fish ? "-l \(option.name.dropFirst(2))" : option.name
+                    #expect(script.contains(spelled), "\(shell) \(command.name) \(option.name)")
+                }
+            }
+        }
+    }
+
+    @Test func theTopLevelHelpListsCommandsAndExitCodes() {
+        for command in Birdctl.commands { #expect(Birdctl.usage.contains("  \(command.name) ")) }
+        for status in ExitStatus.allCases { #expect(Birdctl.usage.contains("  \(status.rawValue) ")) }
+    }
+
+    @Test func theVersionSaysWhichBuild() {
+        #expect(Version.text.hasPrefix("birdctl \(Version.number) ("))
+    }
+}

@@ -1,0 +1,65 @@
+import Bird
+import DBus
+import Testing
+
+@testable import BirdctlCLI
+
+@Suite("Formatting readings and events")
+struct FormattingTests {
+    static let robin = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01", address: "F0:0D:B1:7D:00:01", name: "Robin")
+    static let text = ReportFormatter(json: false, color: false)
+    static let json = ReportFormatter(json: true, color: false)
+
+    /// The line without its leading time.
+    static func untimed(_ line: String) -> Substring { line.drop { $0 != " " } }
+
+    @Test func aReadingAsText() {
+        let line = Self.text.reading(Self.robin, .alpha(percent: 80), raw: Array("80".utf8), notified: true)
+        #expect(Self.untimed(line) == "  F0:0D:B1:7D:00:01  alpha  0.8")
+    }
+
+    @Test func aReadingAsJSON() {
+        let line = Self.json.reading(Self.robin, .color(RGBColor(red: 255, green: 136, blue: 0)), raw: Array("#FF8800".utf8), notified: false)
+        #expect(line.hasPrefix(#"{"time":""#))
+        #expect(line.hasSuffix(##","event":"reading","address":"F0:0D:B1:7D:00:01","field":"color","value":"#FF8800","raw":"23464638383030","source":"read"}"##))
+    }
+
+    @Test func alphaIsANumberInJSON() {
+        #expect(Self.json.reading(Self.robin, .alpha(percent: 5), raw: [], notified: true).contains(#""value":0.05,"#))
+    }
+
+    @Test func aBadValueAsJSONAndText() {
+        let error = BirdValueError(field: .alpha, raw: Array("101".utf8), reason: "101 is above 100")
+        #expect(Self.json.badValueLine(Self.robin, error).hasSuffix(
+            #""event":"bad_value","address":"F0:0D:B1:7D:00:01","field":"alpha","error":"101 is above 100","raw":"313031"}"#))
+        #expect(Self.text.badValueText(Self.robin, error) == "bad alpha value: 101 is above 100 (raw: 313031) from F0:0D:B1:7D:00:01")
+    }
+
+    @Test func eventsGoToJSONOrToStderrText() {
+        #expect(Self.json.eventLine(.found(Self.robin, rssi: -50))?.hasSuffix(
+            #""event":"found","address":"F0:0D:B1:7D:00:01","name":"Robin","rssi":-50}"#) == true)
+        #expect(Self.text.eventLine(.found(Self.robin, rssi: -50)) == nil)
+        #expect(Self.text.eventText(.found(Self.robin, rssi: -50)) == "found Robin (F0:0D:B1:7D:00:01) at -50 dBm")
+        #expect(Self.text.eventText(.disconnected(Self.robin)) == "disconnected from Robin (F0:0D:B1:7D:00:01)")
+    }
+
+    @Test func colourOnlyWhenAskedFor() {
+        let plain = Self.text.styled(.color(RGBColor(red: 1, green: 2, blue: 3)))
+        #expect(plain == "#010203")
+        let coloured = ReportFormatter(json: false, color: true).styled(.color(RGBColor(red: 1, green: 2, blue: 3)))
+        #expect(coloured.hasPrefix("\u{1B}[38;2;1;2;3m") && coloured.hasSuffix(" #010203"))
+    }
+
+    @Test func readPrintsInFieldOrderBareOrJSON() {
+        let results = ReadCommand.ReadResults()
+        results.peripheral = Self.robin
+        results.values[.alpha] = (.alpha(percent: 80), Array("80".utf8))
+        results.values[.name] = (.name("Robin"), Array("Robin".utf8))
+        #expect(ReadCommand.lines(results, fields: [.alpha], bare: true, Self.text) == ["0.8"])
+        #expect(ReadCommand.lines(results, fields: [.name, .alpha], bare: false, Self.text) == ["name   Robin", "alpha  0.8"])
+        results.errors[.color] = BirdValueError(field: .color, raw: [0x7A], reason: "expected #RRGGBB or #RRGGBBAA")
+        #expect(ReadCommand.lines(results, fields: BirdField.allCases, bare: false, Self.json) == [
+            ##"{"address":"F0:0D:B1:7D:00:01","name":"Robin","alpha":0.8,"raw":{"name":"526f62696e","color":"7a","alpha":"3830"},"errors":{"color":"expected #RRGGBB or #RRGGBBAA"}}"##
+        ])
+    }
+}
