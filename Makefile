@@ -1,5 +1,19 @@
-# birdctl — build, test and (later) demo. We run as root on Debian; `deps`
-# installs what is missing and nothing else.
+# birdctl — a Bluetooth Low Energy central for Bird peripherals, over BlueZ.
+#
+#   make help          this list
+#   make demo          real bluetoothd in a VM with simulated birds: birdctl scan, then watch
+#   make test          every test (installs what it needs; CI runs this)
+#   make build         debug build: .build/debug/birdctl
+#   make release       what users install: optimised, static Swift runtime, git revision
+#   make install       installs birdctl, its man page, completions and systemd unit
+#                      (PREFIX=/usr/local, DESTDIR=); make uninstall removes exactly those
+#   make deb           a Debian package in .build/deb/ (runs without Swift)
+#   make deps          installs the Debian packages the build and tests need (as root)
+#   make bench         birdctl beside a C floor, bleak and simplepyble (see README)
+#   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
+#
+# The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
+# deps-vm, deps-bench, deps-install, clean) are parts of these.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -13,18 +27,29 @@ BENCH_PACKAGES := gcc python3-venv valgrind
 # The real-BlueZ tier: Debian's kernel under qemu, bluetoothd, btvirt.
 VM_PACKAGES := qemu-system-x86 linux-image-amd64 bluez bluez-test-tools busybox-static cpio
 
-.PHONY: deps deps-vm deps-bench build release demo test test-unit test-vm sanitize fuzz fuzz-build fuzz-regress bench clean
+# Installing and packaging: shells whose completions are checked, man, the .deb's tools.
+INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
+
+.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release demo test test-unit test-vm \
+	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
+
+help:
+	@sed -n '3,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
-	@$(MAKE) --no-print-directory install PACKAGES="$(DEB_PACKAGES)"
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES)"
 
 deps-vm:
-	@$(MAKE) --no-print-directory install PACKAGES="$(DEB_PACKAGES) $(VM_PACKAGES)"
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(VM_PACKAGES)"
 
 deps-bench:
-	@$(MAKE) --no-print-directory install PACKAGES="$(DEB_PACKAGES) $(BENCH_PACKAGES)"
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(BENCH_PACKAGES)"
 
-install:
+deps-install:
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(INSTALL_TEST_PACKAGES)"
+
+# Installs the Debian packages in PACKAGES that are missing (as root).
+apt-packages:
 	@missing=""; \
 	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -45,8 +70,8 @@ release: deps
 
 # Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
 # under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
-# and the real-BlueZ scenarios in a VM.
-test: test-unit fuzz-regress sanitize test-vm
+# installing and packaging, and the real-BlueZ scenarios in a VM.
+test: test-unit fuzz-regress sanitize test-install test-vm
 
 test-unit: deps
 	$(SWIFT) build --build-tests
@@ -99,9 +124,10 @@ fuzz-regress: fuzz-build
 demo: deps-vm release
 	BIRDCTL=.build/release/birdctl fixtures/vm/run-vm.sh demo
 
-# The real-BlueZ scenarios in the VM, with the release build.
-test-vm: deps-vm release
-	BIRDCTL=.build/release/birdctl fixtures/vm/run-vm.sh test
+# The real-BlueZ scenarios in the VM, with the release build (and the .deb's
+# birdctl without the Swift toolchain).
+test-vm: deps-vm release deb
+	BIRDCTL=.build/release/birdctl BIRDCTL_DEB=$(DEB) fixtures/vm/run-vm.sh test
 
 # birdctl beside the floor (bench/floor.c), bleak and simplepyble against the
 # fake BlueZ; prints the table and writes .build/bench/results.md.
@@ -115,6 +141,49 @@ bench: deps-bench release
 	$(BENCH)/venv/bin/pip install -q --disable-pip-version-check bleak==3.1.0 simplepyble==1.2.0
 	/usr/bin/python3 bench/run.py .build/release/birdctl $(BENCH)/floor $(BENCH)/measure $(BENCH)/venv/bin/python \
 	    $(BENCH)/results.md $(if $(QUICK),--quick)
+
+# Where `make install` puts things (GNU conventions; DESTDIR stages them).
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/bin
+MANDIR := $(PREFIX)/share/man/man1
+BASHDIR := $(PREFIX)/share/bash-completion/completions
+ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHDIR := $(PREFIX)/share/fish/vendor_completions.d
+UNITDIR := $(PREFIX)/lib/systemd/system
+INSTALLED := $(BINDIR)/birdctl $(MANDIR)/birdctl.1 $(BASHDIR)/birdctl $(ZSHDIR)/_birdctl \
+	$(FISHDIR)/birdctl.fish $(UNITDIR)/birdctl.service
+RELEASE := .build/release/birdctl
+
+install: release
+	install -d $(addprefix $(DESTDIR),$(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR) $(UNITDIR))
+	install -m 755 -s $(RELEASE) $(DESTDIR)$(BINDIR)/birdctl
+	$(RELEASE) --generate-manual > $(DESTDIR)$(MANDIR)/birdctl.1
+	$(RELEASE) --generate-completion-script bash > $(DESTDIR)$(BASHDIR)/birdctl
+	$(RELEASE) --generate-completion-script zsh > $(DESTDIR)$(ZSHDIR)/_birdctl
+	$(RELEASE) --generate-completion-script fish > $(DESTDIR)$(FISHDIR)/birdctl.fish
+	sed 's|@BINDIR@|$(BINDIR)|' dist/birdctl.service.in > $(DESTDIR)$(UNITDIR)/birdctl.service
+	chmod 644 $(addprefix $(DESTDIR),$(filter-out $(BINDIR)/birdctl,$(INSTALLED)))
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+# A Debian package of the release build: /usr prefix (zsh completions where
+# Debian's zsh looks for packages' own), Depends from the
+# binary's libraries (dpkg-shlibdeps) plus bluez, checked by lintian.
+VERSION := $(shell sed -n 's/.*static let number = "\(.*\)"/\1/p' Sources/BirdctlCLI/Version.swift)
+DEB := .build/deb/birdctl_$(VERSION)_$(shell dpkg --print-architecture).deb
+deb: deps-install
+	rm -rf .build/deb/root
+	$(MAKE) --no-print-directory install PREFIX=/usr ZSHDIR=/usr/share/zsh/vendor-completions \
+	    DESTDIR=$(CURDIR)/.build/deb/root
+	VERSION=$(VERSION) dist/deb/build.sh .build/deb/root $(DEB)
+
+# Installs into a DESTDIR and checks the tree, the completions, the man page
+# and the unit; builds the .deb, runs lintian, and installs and runs it in a
+# root without the Swift toolchain (an overlay of this one, in a mount namespace).
+test-install: deb
+	fixtures/install/check.sh $(RELEASE) $(DEB)
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz

@@ -1,4 +1,5 @@
 import Bird
+import Foundation
 import Testing
 
 @testable import BirdctlCLI
@@ -95,6 +96,17 @@ struct DeclarationTests {
     @Test func theTopLevelHelpListsCommandsAndExitCodes() {
         for command in Birdctl.commands { #expect(Birdctl.usage.contains("  \(command.name) ")) }
         for status in ExitStatus.allCases { #expect(Birdctl.usage.contains("  \(status.rawValue) ")) }
+    }
+
+    /// The README's exit-code table is documentation; `--help` and the man
+    /// page come from `ExitStatus`. This keeps the two from drifting apart.
+    @Test func theReadmeDocumentsEveryExitCode() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        for status in ExitStatus.allCases where status != .internalError {
+            #expect(text.contains("| \(status.rawValue) |"), "README lacks exit code \(status.rawValue)")
+        }
     }
 
     @Test func theVersionSaysWhichBuild() {

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds birdctl's .deb from a staged /usr tree: ROOT (from `make install
+# PREFIX=/usr DESTDIR=ROOT`) → DEB. VERSION comes from the Makefile.
+set -euo pipefail
+root=$(cd "$1" && pwd)
+deb=$(realpath -m "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+arch=$(dpkg --print-architecture)
+
+# Debian ships manual pages compressed.
+gzip -9nf "$root/usr/share/man/man1/birdctl.1"
+
+docs=$root/usr/share/doc/birdctl
+install -d "$docs" "$root/DEBIAN"
+install -m 644 "$here/copyright" "$docs/copyright"
+# A native package's changelog: this version, when it was made (the last commit's date).
+when=$(git log -1 --format=%aD 2>/dev/null || date -R)
+printf 'birdctl (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- birdctl developers <birdctl-maintainers@example.org>  %s\n' \
+    "$VERSION" "$VERSION" "$when" | gzip -9n > "$docs/changelog.gz"
+chmod 644 "$docs/changelog.gz"
+
+# Depends: the shared libraries the binary links (libc, libdbus, libstdc++…),
+# as dpkg-shlibdeps names their packages, and bluez (bluetoothd) to talk to.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/debian"
+printf 'Source: birdctl\n\nPackage: birdctl\nArchitecture: any\n' > "$work/debian/control"
+libs=$(cd "$work" && dpkg-shlibdeps -O "$root/usr/bin/birdctl" | sed -n 's/^shlibs:Depends=//p')
+[[ -n $libs ]] || { echo "deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
+
+size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+sed -e "s/@VERSION@/$VERSION/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$libs, bluez/" \
+    "$here/control.in" > "$root/DEBIAN/control"
+
+mkdir -p "$(dirname "$deb")"
+dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+echo "deb: $deb"
+dpkg-deb --field "$deb" Package Version Architecture Depends
+# lintian: no errors (its warnings and notes are shown).
+report=$(lintian --fail-on error "$deb" 2>&1) && status=0 || status=$?
+grep -v "running with root privileges" <<< "$report" || true
+[[ $status -eq 0 ]] || { echo "deb: lintian found errors" >&2; exit 1; }
+echo "deb: lintian: no errors"
