@@ -94,7 +94,7 @@ sanitize: deps
 # serve's stdin lines, peer text escaped for terminals and JSON. `make fuzz` runs each for FUZZ_SECONDS from the seeds in
 # fixtures/fuzz/; a crash stops it with the input in .build-fuzz/crashes/
 # (fix it, then keep the input in fixtures/fuzz/<target>/).
-FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText
+FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText FuzzBlueZTree
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD := .build-fuzz
 fuzz-build: deps

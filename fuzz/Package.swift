@@ -16,6 +16,10 @@ let package = Package(
         .executableTarget(name: "FuzzBirdValues", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
         // libdbus-validated messages decoded into DBusValue trees and back.
         .executableTarget(name: "FuzzDBusMessages", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "DBus", package: "birdctl")]),
+        // BlueZ's object tree and signals, and a fleet fed the events they stand for.
+        .executableTarget(
+            name: "FuzzBlueZTree",
+            dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BlueZ", package: "birdctl"), .product(name: "Bird", package: "birdctl"), .product(name: "DBus", package: "birdctl")]),
         // Peer text escaped for a terminal and quoted for JSON.
         .executableTarget(name: "FuzzPeerText", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BirdctlCLI", package: "birdctl")]),
         // `birdctl serve`'s stdin lines.

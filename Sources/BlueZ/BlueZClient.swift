@@ -20,6 +20,7 @@ public final class BlueZClient: @unchecked Sendable {
 
     // Loop-confined state.
     public private(set) var tree = ObjectTree()
+    private var pendingEvents: [BlueZEvent] = []
     private enum State { case idle, loading(generation: Int), ready, unavailable }
     private var state = State.idle
     private var generation = 0
@@ -100,71 +101,21 @@ public final class BlueZClient: @unchecked Sendable {
     // MARK: Signals
 
     private func objectManagerSignal(_ message: Message) {
-        guard isReady, let path = message.path, path == "/" else { return }
-        guard let arguments = try? message.arguments(), arguments.count == 2,
-            let objectPath = arguments[0].objectPath
-        else { return }
-        if message.member == "InterfacesAdded", let interfaces = ObjectTree.interfaces(arguments[1]) {
-            tree.add(objectPath, interfaces: interfaces)
-            for name in interfaces.keys.sorted() { announceAdded(objectPath, interface: name) }
-        } else if message.member == "InterfacesRemoved", let names = arguments[1].stringArray {
-            for name in tree.remove(objectPath, interfaces: names) {
-                announceRemoved(objectPath, interface: name)
-            }
-        }
+        guard isReady else { return }
+        tree.applyObjectManagerSignal(message) { pendingEvents.append($0) }
+        deliverPendingEvents()
     }
 
     private func propertiesChanged(_ message: Message) {
-        guard isReady, let path = message.path,
-            let arguments = try? message.arguments(), arguments.count >= 2,
-            let interface = arguments[0].string, let changed = arguments[1].propertyMap
-        else { return }
-        let invalidated = arguments.count > 2 ? arguments[2].stringArray ?? [] : []
-        guard tree.change(path, interface: interface, changed: changed, invalidated: invalidated) else { return }
-
-        // The hot path: a notification changes Value alone.
-        if interface == BlueZNames.gattCharacteristic, changed.count == 1, invalidated.isEmpty,
-            let value = changed["Value"]?.bytes
-        {
-            onEvent(.valueChanged(characteristic: path, value: value))
-            return
-        }
-        let names = Array(changed.keys) + invalidated
-        switch interface {
-        case BlueZNames.gattCharacteristic:
-            if let value = changed["Value"]?.bytes {
-                onEvent(.valueChanged(characteristic: path, value: value))
-            }
-            let others = GattCharacteristic.Changes(names)
-            if !others.isEmpty, let characteristic = tree.characteristic(path) {
-                onEvent(.characteristicChanged(characteristic, changed: others))
-            }
-        case BlueZNames.device:
-            if let device = tree.device(path) { onEvent(.deviceChanged(device, changed: Device.Changes(names))) }
-        case BlueZNames.adapter:
-            if let adapter = tree.adapter(path) { onEvent(.adapterChanged(adapter, changed: Adapter.Changes(names))) }
-        default:
-            break
-        }
+        guard isReady else { return }
+        tree.applyPropertiesChanged(message) { pendingEvents.append($0) }
+        deliverPendingEvents()
     }
 
-    private func announceAdded(_ path: ObjectPath, interface: String) {
-        switch interface {
-        case BlueZNames.adapter: tree.adapter(path).map { onEvent(.adapterAdded($0)) }
-        case BlueZNames.device: tree.device(path).map { onEvent(.deviceAdded($0)) }
-        case BlueZNames.gattService: tree.service(path).map { onEvent(.serviceAdded($0)) }
-        case BlueZNames.gattCharacteristic: tree.characteristic(path).map { onEvent(.characteristicAdded($0)) }
-        default: break
-        }
-    }
-
-    private func announceRemoved(_ path: ObjectPath, interface: String) {
-        switch interface {
-        case BlueZNames.adapter: onEvent(.adapterRemoved(path))
-        case BlueZNames.device: onEvent(.deviceRemoved(path))
-        case BlueZNames.gattService: onEvent(.serviceRemoved(path))
-        case BlueZNames.gattCharacteristic: onEvent(.characteristicRemoved(path))
-        default: break
-        }
+    /// Events go out once the tree is updated (handlers read it), from a
+    /// buffer kept between signals (this runs per notification).
+    private func deliverPendingEvents() {
+        for event in pendingEvents { onEvent(event) }
+        pendingEvents.removeAll(keepingCapacity: true)
     }
 }

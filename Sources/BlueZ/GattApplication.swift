@@ -51,8 +51,11 @@ public final class GattApplication: @unchecked Sendable {
 
     private var servicePath: ObjectPath { ObjectPath(root.rawValue + "/service0") }
 
-    /// Exports the objects (before registering them with BlueZ).
+    /// Exports the objects (before registering them with BlueZ). Only
+    /// bluetoothd may call them: another client on the bus must not read,
+    /// write or subscribe behind BlueZ's back (GATT permissions, pairing).
     public func export() {
+        connection.restrictCalls(below: root, toOwnerOf: BlueZNames.busName)
         connection.addObjectManager(at: root)
         connection.export(servicePath, [
             ExportedInterface(BlueZNames.gattService, properties: [

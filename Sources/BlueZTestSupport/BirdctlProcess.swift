@@ -37,15 +37,24 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// `withStdin`: keep a pipe to birdctl's stdin for `send` (else /dev/null).
     /// `closeAfterLines`: close our end of stdout after that many lines, as
     /// `| head -N` does (the reader thread closes it, so nothing else races it).
+    /// `asUser`: run as this user and group (and no other group), through
+    /// setpriv; the tests run as root.
     public init(
-        _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil
+        _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil,
+        asUser user: (name: String, group: String)? = nil
     ) throws {
         stdinPipe = withStdin ? Pipe() : nil
         (lines, linesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         iterator = lines.makeAsyncIterator()
         (exited, exitedContinuation) = AsyncStream.makeStream()
-        process.executableURL = Self.executable
-        process.arguments = arguments
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(user.name)", "--regid=\(user.group)", "--clear-groups", "--", Self.executable.path]
+                + arguments
+        } else {
+            process.executableURL = Self.executable
+            process.arguments = arguments
+        }
         var merged = ProcessInfo.processInfo.environment
         merged.merge(environment) { $1 }
         merged["NO_COLOR"] = "1"
@@ -101,9 +110,10 @@ public final class BirdctlProcess: @unchecked Sendable {
 
     /// Runs birdctl to completion (killing it after `timeout`).
     public static func run(
-        _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(30)
+        _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(30),
+        asUser user: (name: String, group: String)? = nil
     ) async throws -> Finished {
-        let process = try BirdctlProcess(arguments, environment: environment)
+        let process = try BirdctlProcess(arguments, environment: environment, asUser: user)
         return try await process.finish(within: timeout)
     }
 

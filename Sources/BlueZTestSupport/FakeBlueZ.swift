@@ -19,9 +19,9 @@ public final class FakeBlueZ: @unchecked Sendable {
     public let logFile: URL
 
     /// Starts a private bus and the fake on it. `adapters`: how many (hci0…);
-    /// `powered`: their initial state.
-    public init(adapters: Int = 1, powered: Bool = true) throws {
-        bus = try PrivateBus()
+    /// `powered`: their initial state; `busConfig`: the bus's configuration in fixtures/.
+    public init(adapters: Int = 1, powered: Bool = true, busConfig: String = "test-bus.conf") throws {
+        bus = try PrivateBus(config: busConfig)
         control = try bus.connect()
         parameters = "{\"adapters\": \(adapters), \"powered\": \(powered)}"
         logFile = FileManager.default.temporaryDirectory

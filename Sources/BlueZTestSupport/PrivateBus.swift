@@ -16,11 +16,12 @@ public final class PrivateBus: @unchecked Sendable {
     public let address: String
     private let process: Process
 
-    public init() throws {
+    /// `config`: a bus configuration in fixtures/.
+    public init(config: String = "test-bus.conf") throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         process.arguments = [
-            "--config-file=\(fixturesDirectory.appendingPathComponent("test-bus.conf").path)",
+            "--config-file=\(fixturesDirectory.appendingPathComponent(config).path)",
             "--nofork", "--nopidfile", "--print-address=1",
         ]
         let output = Pipe()

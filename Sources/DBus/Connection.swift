@@ -36,9 +36,7 @@ public final class Connection: @unchecked Sendable {
     private var nameOwners: [String: CString] = [:]
     private var trackedNames: Set<String> = []
     private var disconnectHandlers: [@Sendable () -> Void] = []
-    private var libdbusWatches: [OpaquePointer: EventLoop.IOWatch] = [:]
-    /// Live libdbus timeouts, with the loop timer of the armed ones.
-    private var libdbusTimeouts: [OpaquePointer: EventLoop.TimerID?] = [:]
+    private let mainLoop: LibdbusMainLoop
     private(set) var isConnected = true
     let exports = ExportRegistry()
 
@@ -87,9 +85,11 @@ public final class Connection: @unchecked Sendable {
     private init(raw: OpaquePointer) {
         self.raw = raw
         self.loop = EventLoop()
+        self.mainLoop = LibdbusMainLoop(raw: raw, loop: loop)
         self.uniqueName = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""
         dbus_connection_set_exit_on_disconnect(raw, 0)
-        installLibdbusHooks()
+        installFilter()
+        mainLoop.install()
         loop.addBeforePollHook { [weak self] in self?.dispatchQueued() }
         loop.start()
     }
@@ -226,7 +226,7 @@ public final class Connection: @unchecked Sendable {
     private let subscriptionCounter = Atomic<UInt64>(0)
 
     /// Keeps `nameOwners[name]` current so well-known senders can be matched.
-    private func trackOwner(of name: String) {
+    func trackOwner(of name: String) {
         guard trackedNames.insert(name).inserted else { return }
         let rule = MatchRule(
             sender: busDriverName, interface: busDriverName, member: "NameOwnerChanged", arg0: name)
@@ -275,13 +275,21 @@ public final class Connection: @unchecked Sendable {
             deliverSignal(message)
             return false
         case .methodCall:
-            if let reply = exports.handle(message, on: self), message.expectsReply {
+            if let reply = refusal(of: message) ?? exports.handle(message, on: self), message.expectsReply {
                 _ = sendNow(reply)
             }
             return true
         case .invalid:
             return false
         }
+    }
+
+    /// AccessDenied for a call to a restricted object from anyone but the
+    /// current owner of the name it is restricted to (unknown owner: refused).
+    private func refusal(of message: Message) -> Message? {
+        guard let path = message.path, let name = exports.restriction(for: path) else { return nil }
+        if let owner = nameOwners[name], owner.count > 0, message.hasSender(owner) { return nil }
+        return message.makeErrorReply(DBusError(.accessDenied, "only the owner of \(name) may call \(path)"))
     }
 
     private func deliverSignal(_ message: Message) {
@@ -324,93 +332,16 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    // MARK: libdbus main-loop integration
+    // MARK: libdbus's hooks
 
-    private func installLibdbusHooks() {
+    /// The one filter: every incoming message goes to `handleIncoming`.
+    private func installFilter() {
         let context = Unmanaged.passUnretained(self).toOpaque()
         dbus_connection_add_filter(raw, { _, message, context in
             let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
             let handled = connection.handleIncoming(Message(borrowing: message!))
             return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }, context, nil)
-
-        dbus_connection_set_watch_functions(
-            raw,
-            { watch, context in
-                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().addLibdbusWatch(watch!)
-                return 1
-            },
-            { watch, context in
-                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().removeLibdbusWatch(watch!)
-            },
-            { watch, context in
-                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().toggleLibdbusWatch(watch!)
-            },
-            context, nil)
-
-        dbus_connection_set_timeout_functions(
-            raw,
-            { timeout, context in
-                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().armLibdbusTimeout(timeout!)
-                return 1
-            },
-            { timeout, context in
-                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().removeLibdbusTimeout(timeout!)
-            },
-            { timeout, context in
-                Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().armLibdbusTimeout(timeout!)
-            },
-            context, nil)
-
-        dbus_connection_set_wakeup_main_function(raw, { context in
-            Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue().loop.wakeUp()
-        }, context, nil)
-    }
-
-    private func addLibdbusWatch(_ watch: OpaquePointer) {
-        let flags = dbus_watch_get_flags(watch)
-        var events: Int16 = 0
-        if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
-        if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
-        let ioWatch = EventLoop.IOWatch(fd: dbus_watch_get_unix_fd(watch), events: events) { revents in
-            var condition: UInt32 = 0
-            if revents & Int16(POLLIN) != 0 { condition |= DBUS_WATCH_READABLE.rawValue }
-            if revents & Int16(POLLOUT) != 0 { condition |= DBUS_WATCH_WRITABLE.rawValue }
-            if revents & Int16(POLLERR) != 0 { condition |= DBUS_WATCH_ERROR.rawValue }
-            if revents & Int16(POLLHUP) != 0 { condition |= DBUS_WATCH_HANGUP.rawValue }
-            dbus_watch_handle(watch, condition)
-        }
-        ioWatch.isEnabled = dbus_watch_get_enabled(watch) != 0
-        libdbusWatches[watch] = ioWatch
-        loop.addWatch(ioWatch)
-    }
-
-    private func removeLibdbusWatch(_ watch: OpaquePointer) {
-        if let ioWatch = libdbusWatches.removeValue(forKey: watch) { loop.removeWatch(ioWatch) }
-    }
-
-    private func toggleLibdbusWatch(_ watch: OpaquePointer) {
-        libdbusWatches[watch]?.isEnabled = dbus_watch_get_enabled(watch) != 0
-    }
-
-    /// (Re)arms a libdbus timeout as a loop timer while it is enabled.
-    private func armLibdbusTimeout(_ timeout: OpaquePointer) {
-        if let timer = libdbusTimeouts[timeout] ?? nil { loop.cancel(timer) }
-        libdbusTimeouts[timeout] = .some(nil)
-        guard dbus_timeout_get_enabled(timeout) != 0 else { return }
-        let interval = Duration.milliseconds(dbus_timeout_get_interval(timeout))
-        libdbusTimeouts[timeout] = loop.schedule(after: interval) { [unowned self] in
-            libdbusTimeouts[timeout] = .some(nil)
-            dbus_timeout_handle(timeout)
-            // libdbus timeouts repeat until removed (then the key is gone) or disabled.
-            if case .some(.none) = libdbusTimeouts[timeout], dbus_timeout_get_enabled(timeout) != 0 {
-                armLibdbusTimeout(timeout)
-            }
-        }
-    }
-
-    private func removeLibdbusTimeout(_ timeout: OpaquePointer) {
-        if let timer = libdbusTimeouts.removeValue(forKey: timeout) ?? nil { loop.cancel(timer) }
     }
 }
 

@@ -62,6 +62,17 @@ extension Connection {
         }
     }
 
+    /// Only the current owner of the well-known `name` may call the objects at
+    /// or below `root` (Properties and Introspect included); any other caller
+    /// gets org.freedesktop.DBus.Error.AccessDenied. For objects that only a
+    /// service (bluetoothd) is meant to drive.
+    public func restrictCalls(below root: ObjectPath, toOwnerOf name: String) {
+        loop.execute { [self] in
+            trackOwner(of: name)
+            exports.restrictions[root] = name
+        }
+    }
+
     /// Makes `path` an org.freedesktop.DBus.ObjectManager for the objects below it.
     public func addObjectManager(at path: ObjectPath) {
         loop.execute { [self] in exports.managers.insert(path) }
@@ -101,6 +112,13 @@ extension Connection {
 final class ExportRegistry {
     var objects: [ObjectPath: [String: ExportedInterface]] = [:]
     var managers: Set<ObjectPath> = []
+    /// Subtrees only the owner of a well-known name may call: root → name.
+    var restrictions: [ObjectPath: String] = [:]
+
+    /// The name whose owner alone may call `path`, if any.
+    func restriction(for path: ObjectPath) -> String? {
+        restrictions.first { path.isDescendant(of: $0.key) }?.value
+    }
 
     func manager(above path: ObjectPath) -> ObjectPath? {
         managers.filter { $0 != path && path.isDescendant(of: $0) }.max { $0.rawValue.count < $1.rawValue.count }

@@ -62,6 +62,22 @@ struct ExitCodeTests {
         #expect(result.stderr.contains("permission denied"))
     }
 
+    /// The real thing, not an injected error: a bus whose policy (upstream
+    /// BlueZ's) lets only root and the bluetooth group talk to org.bluez, and
+    /// birdctl run as nobody.
+    @Test(.enabled(if: geteuid() == 0, "switching to another user needs root"))
+    func aUserTheBusPolicyRefusesExitsFive() async throws {
+        let fake = try FakeBlueZ(busConfig: "bluetooth-policy-bus.conf")
+        try await fake.addBird()
+        for command in [["scan", "--timeout", "1"], ["read"], ["serve"]] {
+            let result = try await BirdctlProcess.run(command, environment: fake.environment, asUser: ("nobody", "nogroup"))
+            #expect(result.status == 5, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("permission denied by the system bus policy"), "\(command): \(result.stderr)")
+        }
+        // Root (allowed by the same policy) is answered.
+        #expect(try await fake.birdctl("read", "alpha").stdout == ["0.8"])
+    }
+
     @Test func nothingFoundBeforeTheTimeoutExitsSix() async throws {
         let fake = try FakeBlueZ()
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")

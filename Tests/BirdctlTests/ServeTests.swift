@@ -44,6 +44,39 @@ struct ServeTests {
         #expect(calls.contains("UnregisterApplication /org/bluez/hci0"))
     }
 
+    @Test func onlyBluetoothdMayCallTheServedObjects() async throws {
+        let fake = try FakeBlueZ()
+        let serve = try await fake.serve()
+        let first = try await fake.call("Applications").first?.arrayItems?.first
+        guard case .structure(let application) = first, application.count == 2 else {
+            Issue.record("no registered application: \(String(describing: first))")
+            return
+        }
+        let (owner, root) = (try #require(application[0].string), try #require(application[1].objectPath))
+        // Another client on the bus (not the owner of org.bluez) is refused,
+        // whatever it calls: a characteristic, the object tree, introspection.
+        let stranger = try fake.bus.connect()
+        defer { stranger.close() }
+        for (path, interface, member, arguments) in [
+            (ObjectPath(root.rawValue + "/service0/char0"), "org.bluez.GattCharacteristic1", "ReadValue", [DBusValue.propertyMap([:])]),
+            (ObjectPath(root.rawValue + "/service0/char0"), "org.bluez.GattCharacteristic1", "WriteValue",
+             [DBusValue.bytes(Array("55".utf8)), .propertyMap([:])]),
+            (root, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", []),
+            (root, "org.freedesktop.DBus.Introspectable", "Introspect", []),
+        ] as [(ObjectPath, String, String, [DBusValue])] {
+            do {
+                _ = try await stranger.call(destination: owner, path: path, interface: interface, member: member, arguments: arguments)
+                Issue.record("\(member) from a stranger was answered")
+            } catch {
+                #expect(error.name == .accessDenied, "\(member): \(error)")
+            }
+        }
+        // bluetoothd (the fake, which owns org.bluez) still is answered.
+        #expect(try await fake.remoteRead(FakeBlueZ.alphaUUID) == "80")
+        serve.signal(SIGINT)
+        #expect(try await serve.waitForExit() == 0)
+    }
+
     @Test func validWritesChangeTheValueAndBadOnesAreRefused() async throws {
         let fake = try FakeBlueZ()
         let serve = try await fake.serve()

@@ -134,4 +134,49 @@ struct ExportedObjectTests {
         #expect(bird.contains("<interface name=\"org.birdctl.Bird\">"))
         #expect(bird.contains("<property name=\"Alpha\" type=\"y\" access=\"readwrite\"/>"))
     }
+
+    @Test func restrictedObjectsAnswerOnlyTheNamesOwner() async throws {
+        let pair = try await ExportPair()
+        let owner = try pair.bus.connect()
+        defer { owner.close() }
+        _ = try await owner.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "RequestName", arguments: [.string("org.birdctl.Trusted"), .uint32(4)])
+        pair.server.restrictCalls(below: "/app", toOwnerOf: "org.birdctl.Trusted")
+        func call(from connection: Connection, _ path: ObjectPath, _ interface: String, _ member: String,
+                  _ arguments: [DBusValue] = []) async throws(DBusError) -> [DBusValue] {
+            try await connection.call(
+                destination: pair.server.uniqueName, path: path, interface: interface, member: member,
+                arguments: arguments)
+        }
+        // Every kind of call from anyone else is refused...
+        for (path, interface, member, arguments) in [
+            ("/app/bird0", ExportPair.interface, "Ping", []),
+            ("/app/bird0", "org.freedesktop.DBus.Properties", "GetAll", [DBusValue.string(ExportPair.interface)]),
+            ("/app", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", []),
+            ("/app", "org.freedesktop.DBus.Introspectable", "Introspect", []),
+        ] as [(ObjectPath, String, String, [DBusValue])] {
+            do {
+                _ = try await call(from: pair.client, path, interface, member, arguments)
+                Issue.record("\(interface).\(member) from a stranger was answered")
+            } catch {
+                #expect(error.name == .accessDenied, "\(member): \(error)")
+            }
+        }
+        // ...and answered for the owner.
+        #expect(try await call(from: owner, "/app/bird0", ExportPair.interface, "Ping") == [.string("pong")])
+        // A new owner takes over (bluetoothd restarted): the old one is refused.
+        owner.close()
+        let successor = try pair.bus.connect()
+        defer { successor.close() }
+        _ = try await successor.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "RequestName", arguments: [.string("org.birdctl.Trusted"), .uint32(4)])
+        var answered = false
+        for _ in 0..<50 where !answered {  // NameOwnerChanged reaches the server shortly
+            answered = (try? await call(from: successor, "/app/bird0", ExportPair.interface, "Ping")) == [.string("pong")]
+            if !answered { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(answered)
+    }
 }

@@ -1,0 +1,73 @@
+import DBus
+
+// What BlueZ's signals do to the tree, and the events they stand for: pure,
+// so every sequence of signals can be tested and fuzzed without a bus.
+
+extension ObjectTree {
+    /// InterfacesAdded / InterfacesRemoved from BlueZ's object manager (at "/").
+    public mutating func applyObjectManagerSignal(_ message: Message, emit: (BlueZEvent) -> Void) {
+        guard let path = message.path, path == "/", let arguments = try? message.arguments(), arguments.count == 2,
+            let objectPath = arguments[0].objectPath
+        else { return }
+        if message.member == "InterfacesAdded", let interfaces = ObjectTree.interfaces(arguments[1]) {
+            add(objectPath, interfaces: interfaces)
+            for name in interfaces.keys.sorted() { announceAdded(objectPath, interface: name, emit) }
+        } else if message.member == "InterfacesRemoved", let names = arguments[1].stringArray {
+            for name in remove(objectPath, interfaces: names) { ObjectTree.announceRemoved(objectPath, interface: name, emit) }
+        }
+    }
+
+    /// PropertiesChanged of an object under /org/bluez.
+    public mutating func applyPropertiesChanged(_ message: Message, emit: (BlueZEvent) -> Void) {
+        guard let path = message.path, let arguments = try? message.arguments(), arguments.count >= 2,
+            let interface = arguments[0].string, let changed = arguments[1].propertyMap
+        else { return }
+        let invalidated = arguments.count > 2 ? arguments[2].stringArray ?? [] : []
+        guard change(path, interface: interface, changed: changed, invalidated: invalidated) else { return }
+
+        // The hot path: a notification changes Value alone.
+        if interface == BlueZNames.gattCharacteristic, changed.count == 1, invalidated.isEmpty,
+            let value = changed["Value"]?.bytes
+        {
+            emit(.valueChanged(characteristic: path, value: value))
+            return
+        }
+        let names = Array(changed.keys) + invalidated
+        switch interface {
+        case BlueZNames.gattCharacteristic:
+            if let value = changed["Value"]?.bytes {
+                emit(.valueChanged(characteristic: path, value: value))
+            }
+            let others = GattCharacteristic.Changes(names)
+            if !others.isEmpty, let characteristic = characteristic(path) {
+                emit(.characteristicChanged(characteristic, changed: others))
+            }
+        case BlueZNames.device:
+            if let device = device(path) { emit(.deviceChanged(device, changed: Device.Changes(names))) }
+        case BlueZNames.adapter:
+            if let adapter = adapter(path) { emit(.adapterChanged(adapter, changed: Adapter.Changes(names))) }
+        default:
+            break
+        }
+    }
+
+    private func announceAdded(_ path: ObjectPath, interface: String, _ emit: (BlueZEvent) -> Void) {
+        switch interface {
+        case BlueZNames.adapter: adapter(path).map { emit(.adapterAdded($0)) }
+        case BlueZNames.device: device(path).map { emit(.deviceAdded($0)) }
+        case BlueZNames.gattService: service(path).map { emit(.serviceAdded($0)) }
+        case BlueZNames.gattCharacteristic: characteristic(path).map { emit(.characteristicAdded($0)) }
+        default: break
+        }
+    }
+
+    private static func announceRemoved(_ path: ObjectPath, interface: String, _ emit: (BlueZEvent) -> Void) {
+        switch interface {
+        case BlueZNames.adapter: emit(.adapterRemoved(path))
+        case BlueZNames.device: emit(.deviceRemoved(path))
+        case BlueZNames.gattService: emit(.serviceRemoved(path))
+        case BlueZNames.gattCharacteristic: emit(.characteristicRemoved(path))
+        default: break
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import CDBus
+import Glibc
+
+/// libdbus's main-loop integration on an `EventLoop`: its watches become
+/// poll(2) entries, its timeouts loop timers, and its wake-up requests wake
+/// the loop. Loop-confined; owned by its `Connection`, which outlives it.
+final class LibdbusMainLoop {
+    private let raw: OpaquePointer
+    private let loop: EventLoop
+    private var watches: [OpaquePointer: EventLoop.IOWatch] = [:]
+    /// Live libdbus timeouts, with the loop timer of the armed ones.
+    private var timeouts: [OpaquePointer: EventLoop.TimerID?] = [:]
+
+    init(raw: OpaquePointer, loop: EventLoop) {
+        self.raw = raw
+        self.loop = loop
+    }
+
+    /// Hands libdbus its callbacks. C function pointers capture nothing: each
+    /// finds this object again through the context pointer (`from`).
+    func install() {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_set_watch_functions(
+            raw,
+            { watch, context in LibdbusMainLoop.from(context).add(watch!) },
+            { watch, context in LibdbusMainLoop.from(context).remove(watch!) },
+            { watch, context in LibdbusMainLoop.from(context).toggle(watch!) },
+            context, nil)
+        dbus_connection_set_timeout_functions(
+            raw,
+            { timeout, context in LibdbusMainLoop.from(context).arm(timeout!) },
+            { timeout, context in LibdbusMainLoop.from(context).remove(timeout: timeout!) },
+            { timeout, context in _ = LibdbusMainLoop.from(context).arm(timeout!) },
+            context, nil)
+        dbus_connection_set_wakeup_main_function(raw, { context in LibdbusMainLoop.from(context).loop.wakeUp() }, context, nil)
+    }
+
+    private static func from(_ context: UnsafeMutableRawPointer?) -> LibdbusMainLoop {
+        Unmanaged<LibdbusMainLoop>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    private func add(_ watch: OpaquePointer) -> dbus_bool_t {
+        let flags = dbus_watch_get_flags(watch)
+        var events: Int16 = 0
+        if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+        if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+        let ioWatch = EventLoop.IOWatch(fd: dbus_watch_get_unix_fd(watch), events: events) { revents in
+            var condition: UInt32 = 0
+            if revents & Int16(POLLIN) != 0 { condition |= DBUS_WATCH_READABLE.rawValue }
+            if revents & Int16(POLLOUT) != 0 { condition |= DBUS_WATCH_WRITABLE.rawValue }
+            if revents & Int16(POLLERR) != 0 { condition |= DBUS_WATCH_ERROR.rawValue }
+            if revents & Int16(POLLHUP) != 0 { condition |= DBUS_WATCH_HANGUP.rawValue }
+            dbus_watch_handle(watch, condition)
+        }
+        ioWatch.isEnabled = dbus_watch_get_enabled(watch) != 0
+        watches[watch] = ioWatch
+        loop.addWatch(ioWatch)
+        return 1
+    }
+
+    private func remove(_ watch: OpaquePointer) {
+        if let ioWatch = watches.removeValue(forKey: watch) { loop.removeWatch(ioWatch) }
+    }
+
+    private func toggle(_ watch: OpaquePointer) {
+        watches[watch]?.isEnabled = dbus_watch_get_enabled(watch) != 0
+    }
+
+    /// (Re)arms a libdbus timeout as a loop timer while it is enabled.
+    private func arm(_ timeout: OpaquePointer) -> dbus_bool_t {
+        if let timer = timeouts[timeout] ?? nil { loop.cancel(timer) }
+        timeouts[timeout] = .some(nil)
+        guard dbus_timeout_get_enabled(timeout) != 0 else { return 1 }
+        let interval = Duration.milliseconds(dbus_timeout_get_interval(timeout))
+        timeouts[timeout] = loop.schedule(after: interval) { [unowned self] in
+            timeouts[timeout] = .some(nil)
+            dbus_timeout_handle(timeout)
+            // libdbus timeouts repeat until removed (then the key is gone) or disabled.
+            if case .some(.none) = timeouts[timeout], dbus_timeout_get_enabled(timeout) != 0 {
+                _ = arm(timeout)
+            }
+        }
+        return 1
+    }
+
+    private func remove(timeout: OpaquePointer) {
+        if let timer = timeouts.removeValue(forKey: timeout) ?? nil { loop.cancel(timer) }
+    }
+}
