@@ -91,11 +91,16 @@ sanitize: deps
 	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(SWIFT) test --skip-build --build-path .build-tsan --filter 'DBusTests|BlueZTests'
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,
-# serve's stdin lines, peer text escaped for terminals and JSON. `make fuzz` runs each for FUZZ_SECONDS from the seeds in
-# fixtures/fuzz/; a crash stops it with the input in .build-fuzz/crashes/
-# (fix it, then keep the input in fixtures/fuzz/<target>/).
+# serve's stdin lines, peer text escaped for terminals and JSON, BlueZ's
+# object tree and signals. `make fuzz` runs each for FUZZ_SECONDS from the
+# seeds and the kept corpus in fixtures/fuzz/; a crash stops it with the input
+# in .build-fuzz/crashes/ (fix it, then keep the input in fixtures/fuzz/<target>/).
+# `make fuzz-scale` runs each for FUZZ_RUNS inputs in chunks of at most
+# FUZZ_CHUNK seconds and keeps the minimised corpus in the repository.
 FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText FuzzBlueZTree
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 10000000
+FUZZ_CHUNK ?= 300
 FUZZ_BUILD := .build-fuzz
 fuzz-build: deps
 	cd fuzz && $(SWIFT) build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
@@ -106,17 +111,22 @@ fuzz: fuzz-build
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  SWIFT_BACKTRACE=enable=no $(FUZZ_BUILD)/release/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- $(FUZZ_BUILD)/corpus/$$t fixtures/fuzz/$$t 2>&1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- $(FUZZ_BUILD)/corpus/$$t fixtures/fuzz/$$t fixtures/fuzz/$$t/corpus 2>&1 \
 	    | grep -E 'stat::number_of_executed_units|Done|ERROR|Fatal|SUMMARY|artifact'; \
 	  test $${PIPESTATUS[0]} -eq 0 || exit 1; \
 	done
 
-# Every kept input once: the seeds and the crashes fuzzing found (regressions).
+fuzz-scale: fuzz-build
+	fixtures/fuzz/at-scale.sh $(FUZZ_BUILD) $(FUZZ_RUNS) $(FUZZ_CHUNK) $(FUZZ_TARGETS)
+
+# Every kept input once: the seeds, the crashes fuzzing found (regressions)
+# and the corpus fuzz-scale kept.
 fuzz-regress: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
-	  SWIFT_BACKTRACE=enable=no $(FUZZ_BUILD)/release/$$t fixtures/fuzz/$$t/* > $(FUZZ_BUILD)/$$t.log 2>&1 \
+	  inputs=$$(find fixtures/fuzz/$$t -type f); \
+	  SWIFT_BACKTRACE=enable=no $(FUZZ_BUILD)/release/$$t $$inputs > $(FUZZ_BUILD)/$$t.log 2>&1 \
 	    || { cat $(FUZZ_BUILD)/$$t.log; exit 1; }; \
-	  echo "fuzz-regress: $$t: $$(ls fixtures/fuzz/$$t | wc -l) kept inputs pass"; \
+	  echo "fuzz-regress: $$t: $$(wc -w <<< "$$inputs") kept inputs pass"; \
 	done
 
 # Boots a VM with real bluetoothd and emulated controllers and shows birdctl

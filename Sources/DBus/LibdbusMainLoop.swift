@@ -32,7 +32,16 @@ final class LibdbusMainLoop {
             { timeout, context in LibdbusMainLoop.from(context).remove(timeout: timeout!) },
             { timeout, context in _ = LibdbusMainLoop.from(context).arm(timeout!) },
             context, nil)
-        dbus_connection_set_wakeup_main_function(raw, { context in LibdbusMainLoop.from(context).loop.wakeUp() }, context, nil)
+        dbus_connection_set_wakeup_main_function(raw, { context in LibdbusMainLoop.from(context).wakeUp() }, context, nil)
+    }
+
+    /// libdbus asks for a wake-up when it has queued a message to send or to
+    /// dispatch. On the loop's own thread there is nothing to wake: the loop
+    /// dispatches and rebuilds its poll set (write watch included) before it
+    /// sleeps again. Waking it anyway cost an eventfd write and read per
+    /// notification.
+    private func wakeUp() {
+        if !loop.isInLoop { loop.wakeUp() }
     }
 
     private static func from(_ context: UnsafeMutableRawPointer?) -> LibdbusMainLoop {
