@@ -22,7 +22,19 @@ public struct BirdCentral: Sendable {
         case writing(Link)
         case subscribing(Link, pending: Set<BirdField>)
         case streaming(Link)
+        /// The peripheral asked for security (or `birdctl pair`): pairing, then `then`.
+        case pairing(Peripheral, then: AfterPairing)
+        /// `birdctl unpair`: BlueZ is forgetting the device.
+        case forgetting
         case finished
+    }
+
+    /// What a pairing was for: the step it interrupted, or (`birdctl pair`) nothing more.
+    private enum AfterPairing: Hashable, Sendable {
+        case subscribe(Link)
+        case read(Link)
+        case write(Link)
+        case done
     }
 
     /// A connected peripheral and its Bird characteristics.
@@ -45,6 +57,8 @@ public struct BirdCentral: Sendable {
     private var connectingUnheard = false
     /// Fields whose StartNotify failed on the current link.
     private var unsubscribed: Set<BirdField> = []
+    /// A pairing was tried on the current link (a second refusal ends it).
+    private var pairedOnThisLink = false
     private var readings = 0
 
     public init(_ configuration: Configuration) {
@@ -56,10 +70,10 @@ public struct BirdCentral: Sendable {
     /// The connected (or connecting) peripheral's device path.
     public var currentDevice: ObjectPath? {
         switch state {
-        case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): p.path
+        case .connecting(let p, _), .retryWait(let p, _), .resolving(let p), .pairing(let p, _): p.path
         case .reading(let link, _), .writing(let link), .subscribing(let link, _), .streaming(let link):
             link.peripheral.path
-        case .waitingForBluetooth, .scanning, .finished: nil
+        case .waitingForBluetooth, .scanning, .forgetting, .finished: nil
         }
     }
 
@@ -81,6 +95,10 @@ public struct BirdCentral: Sendable {
         }
         let firstTime = !wasReady
         wasReady = true
+        if case .unpair = configuration.mode, let address = configuration.address {
+            state = .forgetting
+            return [.forget(address)]
+        }
         var actions = beginScanning()
         if firstTime, let duration = configuration.duration, configuration.isWatch {
             actions.insert(.armTimer(.duration, duration), at: 0)
@@ -187,6 +205,10 @@ public struct BirdCentral: Sendable {
             state = .resolving(peripheral)
             hasConnected = true
             connectingUnheard = false
+            pairedOnThisLink = false
+            if configuration.mode == .pair {
+                return [.cancelTimer(.connect), .report(.connected(peripheral))] + beginPairing(peripheral, then: .done)
+            }
             return [.report(.connected(peripheral))]
         case .failure(let error) where connectingUnheard && error.kind != .permissionDenied:
             return discoverInstead(of: peripheral)
@@ -246,6 +268,9 @@ public struct BirdCentral: Sendable {
     /// The write (with response) of `set` completed.
     public mutating func writeCompleted(_ result: Result<Void, BlueZError>) -> [Action] {
         guard case .writing(let link) = state, case .write(let value) = configuration.mode else { return [] }
+        if case .failure(let error) = result, error.needsPairing {
+            return securityRequired(link, then: .write(link), error)
+        }
         state = .finished
         switch result {
         case .success:
@@ -291,6 +316,63 @@ public struct BirdCentral: Sendable {
         return actions + [.finish(.failed(failure))]
     }
 
+    // MARK: Pairing
+
+    /// A read, subscription or write was refused for want of security: pair
+    /// and try again, once per link — unless pairing is off, or was just done.
+    private mutating func securityRequired(_ link: Link, then next: AfterPairing, _ error: BlueZError) -> [Action] {
+        guard configuration.pairs, !pairedOnThisLink else {
+            state = .finished
+            let failure: CommandFailure = pairedOnThisLink ? .pairingFailed(error) : .pairingRequired(error)
+            return stopTimers() + cleanUp(link, subscribed: configuration.isWatch) + [.finish(.failed(failure))]
+        }
+        return beginPairing(link.peripheral, then: next)
+    }
+
+    private mutating func beginPairing(_ peripheral: Peripheral, then next: AfterPairing) -> [Action] {
+        state = .pairing(peripheral, then: next)
+        pairedOnThisLink = true
+        return [.report(.pairing(peripheral)), .pair(peripheral.path)]
+    }
+
+    /// Device1.Pair answered. Already paired counts as paired.
+    public mutating func pairCompleted(_ result: Result<Void, BlueZError>) -> [Action] {
+        guard case .pairing(let peripheral, let next) = state else { return [] }
+        if case .failure(let error) = result, !error.isAlreadyPaired {
+            state = .finished
+            // A pairing that timed out is still running in bluetoothd: cancel it.
+            let cancel: [Action] = error.kind == .timeout ? [.cancelPairing(peripheral.path)] : []
+            return stopTimers() + cancel + [.disconnect(peripheral.path), .finish(.failed(.pairingFailed(error)))]
+        }
+        let paired: Action = .report(.paired(peripheral))
+        switch next {
+        case .subscribe(let link):
+            state = .subscribing(link, pending: Set(configuration.fields))
+            unsubscribed = []
+            return [paired] + configuration.fields.map { .startNotify($0, link.characteristics[$0]!) }
+        case .read(let link):
+            return [paired] + beginReading(link)
+        case .write(let link):
+            guard case .write(let value) = configuration.mode else { return [] }
+            state = .writing(link)
+            return [paired, .write(value.field, link.characteristics[value.field]!, BirdCodec.encode(value))]
+        case .done:
+            state = .finished
+            return [paired, .disconnect(peripheral.path), .finish(.success)]
+        }
+    }
+
+    /// `birdctl unpair`: BlueZ forgot the device (and its bond), or could not.
+    public mutating func forgetCompleted(_ result: Result<Void, BlueZError>) -> [Action] {
+        guard state == .forgetting else { return [] }
+        state = .finished
+        switch result {
+        case .success: return [.finish(.success)]
+        case .failure(let error) where error.kind == .notFound || error.kind == .doesNotExist: return [.finish(.failed(.notFound))]
+        case .failure(let error): return [.finish(.failed(.failed("unpair", error)))]
+        }
+    }
+
     // MARK: Reading and streaming
 
     public mutating func readCompleted(_ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
@@ -299,6 +381,8 @@ public struct BirdCentral: Sendable {
         switch result {
         case .success(let raw):
             actions = report(field, raw, from: link, notified: false)
+        case .failure(let error) where error.needsPairing:
+            return securityRequired(link, then: .read(link), error)
         case .failure(let error):
             if !configuration.isWatch {
                 state = .finished
@@ -322,6 +406,9 @@ public struct BirdCentral: Sendable {
     public mutating func notifyStarted(_ field: BirdField, _ result: Result<Void, BlueZError>) -> [Action] {
         guard case .subscribing(let link, var pending) = state, pending.remove(field) != nil else { return [] }
         var actions: [Action] = []
+        if case .failure(let error) = result, error.needsPairing {
+            return securityRequired(link, then: .subscribe(link), error)
+        }
         if case .failure(let error) = result {
             // One field that cannot be subscribed is reported; the others stream.
             // With none left there is nothing to watch.
@@ -442,6 +529,8 @@ public struct BirdCentral: Sendable {
         case .waitingForBluetooth: break
         case .scanning: actions.append(.stopScanning)
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): actions.append(.disconnect(p.path))
+        case .pairing(let p, _): actions += [.cancelPairing(p.path), .disconnect(p.path)]
+        case .forgetting: break
         case .reading(let link, _): actions += cleanUp(link, subscribed: configuration.isWatch)
         case .writing(let link): actions += cleanUp(link, subscribed: false)
         case .subscribing(let link, _), .streaming(let link): actions += cleanUp(link, subscribed: true)
@@ -479,7 +568,7 @@ public struct BirdCentral: Sendable {
 
     private var currentPeripheral: Peripheral? {
         switch state {
-        case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): p
+        case .connecting(let p, _), .retryWait(let p, _), .resolving(let p), .pairing(let p, _): p
         case .reading(let link, _), .writing(let link), .subscribing(let link, _), .streaming(let link): link.peripheral
         default: nil
         }
@@ -488,7 +577,7 @@ public struct BirdCentral: Sendable {
     /// The peripheral if the link is up (Connect has succeeded).
     private var currentPeripheralIfConnected: Peripheral? {
         switch state {
-        case .resolving(let p): p
+        case .resolving(let p), .pairing(let p, _): p
         case .reading(let link, _), .writing(let link), .subscribing(let link, _), .streaming(let link): link.peripheral
         default: nil
         }

@@ -10,6 +10,10 @@ extension BirdCentral {
             case watch(reconnect: Bool)
             /// Connect, write one value (with response), disconnect.
             case write(BirdValue)
+            /// Connect, pair (and bond), disconnect (`birdctl pair`).
+            case pair
+            /// Have BlueZ forget the device at `address`, bond included (`birdctl unpair`).
+            case unpair
         }
 
         public var mode: Mode
@@ -30,11 +34,17 @@ extension BirdCentral {
         public var maximumReadings: Int?
         /// Watching: stop after this long.
         public var duration: Duration?
+        /// Pair when the peripheral asks for security (a read, subscription or
+        /// write refused as not paired); false: that ends the command.
+        public var pairs: Bool
+        /// How long a pairing may take (the person confirming it included).
+        public var pairTimeout: Duration
 
         public init(
             mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
             scanTimeout: Duration? = .seconds(10), connectTimeout: Duration = .seconds(10), connectAttempts: Int = 4,
-            retryBackoff: Duration = .milliseconds(250), maximumReadings: Int? = nil, duration: Duration? = nil
+            retryBackoff: Duration = .milliseconds(250), maximumReadings: Int? = nil, duration: Duration? = nil,
+            pairs: Bool = true, pairTimeout: Duration = .seconds(30)
         ) {
             self.mode = mode
             self.fields = fields
@@ -46,6 +56,8 @@ extension BirdCentral {
             self.retryBackoff = retryBackoff
             self.maximumReadings = maximumReadings
             self.duration = duration
+            self.pairs = pairs
+            self.pairTimeout = pairTimeout
         }
 
         var isWatch: Bool { if case .watch = mode { true } else { false } }
@@ -69,6 +81,11 @@ extension BirdCentral {
         case write(BirdField, ObjectPath, [UInt8])
         case startNotify(BirdField, ObjectPath)
         case stopNotify(ObjectPath)
+        /// Device1.Pair (through our agent), answered by `pairCompleted`.
+        case pair(ObjectPath)
+        case cancelPairing(ObjectPath)
+        /// Remove the device at this address from BlueZ (bond included), answered by `forgetCompleted`.
+        case forget(String)
         case armTimer(Timer, Duration)
         case cancelTimer(Timer)
         case report(Report)
@@ -88,6 +105,9 @@ extension BirdCentral {
         /// Not a failure yet: e.g. bluetoothd restarting, adapter powered off.
         case waiting(String)
         case retrying(Peripheral, attempt: Int, BlueZError)
+        /// The peripheral asks for security: pairing (Just Works unless a person confirms).
+        case pairing(Peripheral)
+        case paired(Peripheral)
         /// `watch --all`: one bird's session ended; it will be picked up again if heard.
         case gaveUp(CommandFailure)
     }

@@ -30,6 +30,11 @@ public struct BirdFleet: Sendable {
         case write(MachineID, ObjectPath, [UInt8])
         case startNotify(MachineID, BirdField, ObjectPath)
         case stopNotify(ObjectPath)
+        /// Pair through our agent; answered by `pairCompleted`.
+        case pair(MachineID, ObjectPath)
+        case cancelPairing(ObjectPath)
+        /// Have BlueZ forget the device at this address; answered by `forgetCompleted`.
+        case forget(MachineID, String)
         case armTimer(Timer, Duration)
         case cancelTimer(Timer)
         case report(BirdCentral.Report)
@@ -193,6 +198,14 @@ public struct BirdFleet: Sendable {
         on(id) { $0.notifyStarted(field, result) }
     }
 
+    public mutating func pairCompleted(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        on(id) { $0.pairCompleted(result) }
+    }
+
+    public mutating func forgetCompleted(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        on(id) { $0.forgetCompleted(result) }
+    }
+
     // MARK: Timers and stopping
 
     public mutating func timerFired(_ timer: Timer) -> [Action] {
@@ -263,6 +276,9 @@ public struct BirdFleet: Sendable {
             case .write(_, let path, let bytes): actions.append(.write(id, path, bytes))
             case .startNotify(let field, let path): actions.append(.startNotify(id, field, path))
             case .stopNotify(let path): actions.append(.stopNotify(path))
+            case .pair(let device): actions.append(.pair(id, device))
+            case .cancelPairing(let device): actions.append(.cancelPairing(device))
+            case .forget(let address): actions.append(.forget(id, address))
             case .armTimer(let timer, let delay): actions.append(.armTimer(.machine(id, timer), delay))
             case .cancelTimer(let timer): actions.append(.cancelTimer(.machine(id, timer)))
             case .report(let report):

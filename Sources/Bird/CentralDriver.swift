@@ -12,6 +12,8 @@ public final class CentralDriver: @unchecked Sendable {
     public typealias FinishHandler = @Sendable (CommandOutcome) -> Void
 
     private let core: DriverCore
+    private let confirmPairing: PairingAgent.Confirm?
+    private var agent: PairingAgent?
     private let onReport: ReportHandler
     private let onFinish: FinishHandler
     private var discovery: Discovery!
@@ -27,11 +29,15 @@ public final class CentralDriver: @unchecked Sendable {
     private var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
 
+    /// `confirmPairing`: asks a person to confirm a pairing's passkey; without
+    /// it pairing is Just Works (NoInputNoOutput).
     public init(
         connection: Connection, fleet: BirdFleet, options: AdapterOptions = AdapterOptions(),
+        confirmPairing: PairingAgent.Confirm? = nil,
         onReport: @escaping ReportHandler, onFinish: @escaping FinishHandler
     ) {
         core = DriverCore(connection: connection, options: options)
+        self.confirmPairing = confirmPairing
         self.fleet = fleet
         self.onReport = onReport
         self.onFinish = onFinish
@@ -172,6 +178,22 @@ public final class CentralDriver: @unchecked Sendable {
             }
         case .stopNotify(let characteristic):
             core.cleanup { done in client.perform(.stopNotify(characteristic: characteristic)) { _ in done() } }
+        case .pair(let id, let device):
+            withAgent { [self] registered in
+                guard case .success = registered else { return apply { $0.pairCompleted(id, registered) } }
+                client.perform(.pair(device: device, timeout: fleet.configuration.pairTimeout)) { [self] result in
+                    apply { $0.pairCompleted(id, result) }
+                }
+            }
+        case .cancelPairing(let device):
+            core.cleanup { done in client.perform(.cancelPairing(device: device)) { _ in done() } }
+        case .forget(let id, let address):
+            guard let adapter = core.adapter,
+                let device = client.tree.devices(on: adapter.path).first(where: { $0.address.uppercased() == address.uppercased() })
+            else { return apply { $0.forgetCompleted(id, .failure(BlueZError(.notFound))) } }
+            client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { [self] result in
+                apply { $0.forgetCompleted(id, result) }
+            }
         case .armTimer(let timer, let delay):
             cancelTimer(timer)
             timers[timer] = loop.schedule(after: delay) { [self] in
@@ -186,6 +208,21 @@ public final class CentralDriver: @unchecked Sendable {
             for (_, timer) in timers { loop.cancel(timer) }
             timers.removeAll()
             core.finish { [onFinish] in onFinish(outcome) }
+        }
+    }
+
+    /// Our pairing agent, exported and registered once (bluetoothd asks the
+    /// agent of whoever called Pair); unregistered on the way out.
+    private func withAgent(_ body: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        if agent != nil { return body(.success(())) }
+        let agent = PairingAgent(connection: core.connection, confirm: confirmPairing)
+        self.agent = agent
+        agent.export()
+        client.perform(.registerAgent(agent)) { [self] result in
+            if case .success = result {
+                core.onFinish { [self] in core.cleanup { done in client.perform(.unregisterAgent(agent)) { _ in done() } } }
+            }
+            body(result)
         }
     }
 

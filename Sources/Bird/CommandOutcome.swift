@@ -21,6 +21,10 @@ public enum CommandFailure: Hashable, Sendable {
     case connectFailed(BlueZError)
     case connectionLost
     case serviceMissing([BirdField])
+    /// The peripheral needs pairing and the command was told not to (`--no-pair`).
+    case pairingRequired(BlueZError)
+    /// Pairing was refused, failed or timed out (or the link was still refused after it).
+    case pairingFailed(BlueZError)
     case operationFailed(String, BlueZError)
 
     /// `what` failed with `error`; a refusal by the bus policy is always

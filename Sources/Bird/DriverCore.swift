@@ -14,6 +14,8 @@ final class DriverCore: @unchecked Sendable {
     private(set) var isFinished = false
     private var cleanupInFlight = 0
     private var delivery: Once?
+    /// Run as the driver finishes, before the wait for cleanups.
+    private var finishing: [() -> Void] = []
 
     /// How long the way out waits for cleanup replies (StopNotify, Disconnect,
     /// StopDiscovery, Unregister…). bluetoothd holds every Disconnect for 2 s
@@ -84,11 +86,16 @@ final class DriverCore: @unchecked Sendable {
         }
     }
 
+    /// Something to undo on the way out (it may start cleanups).
+    func onFinish(_ body: @escaping () -> Void) { finishing.append(body) }
+
     /// Ends the driver once: `deliver` runs when the cleanup calls in flight
     /// are answered, or after `exitWait`.
     func finish(_ deliver: @escaping () -> Void) {
         guard !isFinished else { return }
         isFinished = true
+        for body in finishing { body() }
+        finishing.removeAll()
         let delivery = Once(deliver)
         self.delivery = delivery
         if cleanupInFlight == 0 {

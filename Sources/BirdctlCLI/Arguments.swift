@@ -75,6 +75,11 @@ struct Arguments {
         try seconds(.connectTimeout, default: .seconds(10), zeroMeansNone: false) ?? .seconds(10)
     }
 
+    /// `--pair-timeout S`, default 30 s.
+    func pairTimeout() throws(UsageError) -> Duration {
+        try seconds(.pairTimeout, default: .seconds(30), zeroMeansNone: false) ?? .seconds(30)
+    }
+
     func integer(_ option: Option, range: ClosedRange<Int>) throws(UsageError) -> Int? {
         guard let text = value(option) else { return nil }
         guard let value = Int(text), range.contains(value) else {

@@ -5,7 +5,8 @@ import Glibc
 /// returns the exit status. `main.swift` only prepares the process and exits.
 public enum Birdctl {
     static let commands: [Command] = [
-        ScanCommand.command, ReadCommand.command, WatchCommand.command, SetCommand.command, ServeCommand.command,
+        ScanCommand.command, ReadCommand.command, WatchCommand.command, SetCommand.command, PairCommand.command,
+        PairCommand.unpairCommand, ServeCommand.command,
     ]
 
     static var usage: String {

@@ -19,6 +19,8 @@ enum ExitStatus: Int32, Error, CaseIterable {
     case badValue = 8
     /// Another BlueZ operation failed (read, subscribe, discovery).
     case operationFailed = 9
+    /// Pairing refused, failed or timed out, or needed under --no-pair.
+    case pairingFailed = 10
     /// SIGINT/SIGTERM before the work was done.
     case interrupted = 130
 
@@ -35,6 +37,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .connectionFailed: "connection failed, timed out, or lost"
         case .badValue: "bad value (read)"
         case .operationFailed: "another BlueZ operation failed (read, subscribe, discovery, registration)"
+        case .pairingFailed: "pairing refused, failed or timed out, or needed under --no-pair"
         case .interrupted: "interrupted (SIGINT/SIGTERM) before a read or scan finished"
         }
     }
@@ -56,6 +59,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .notFound: self = .notFound
         case .connectTimeout, .connectFailed, .connectionLost: self = .connectionFailed
         case .serviceMissing: self = .operationFailed
+        case .pairingRequired, .pairingFailed: self = .pairingFailed
         case .operationFailed(_, let error):
             switch error.kind {
             case .bluetoothdNotRunning, .busDisconnected: self = .bluetoothUnavailable
@@ -88,6 +92,13 @@ extension CommandFailure {
         case .serviceMissing(let fields):
             "the peripheral does not offer \(fields.map(\.rawValue).joined(separator: ", "))"
         case .operationFailed(let what, let error): "could not \(what): \(error)"
+        case .pairingRequired(let error):
+            "the bird requires pairing (\(error)); run 'birdctl pair ADDRESS', or leave out --no-pair"
+        case .pairingFailed(let error):
+            switch error.kind {
+            case .timeout: "pairing did not finish in time (\(error))"
+            default: "pairing failed: \(error)"
+            }
         }
     }
 }

@@ -46,6 +46,10 @@ extension Option {
     static let verbose = Option("--verbose", "show events and the D-Bus traffic on stderr")
     static let help = Option("--help", "show this help (also -h)")
 
+    static let noPair = Option("--no-pair", "exit 10 instead of pairing when the bird asks for security")
+    static let confirmPairing = Option(
+        "--confirm-pairing", "ask on the terminal to confirm a pairing's passkey (default: Just Works, no questions)")
+    static let pairTimeout = Option("--pair-timeout", value: "S", "deadline to pair, a person's answer included (default 30 s)")
     static let count = Option("--count", value: "N", "stop after N readings")
     static let duration = Option("--duration", value: "S", "stop after S seconds")
     static let all = Option("--all", "follow every Bird in range; every line carries the address")

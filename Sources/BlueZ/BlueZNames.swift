@@ -9,6 +9,8 @@ enum BlueZNames {
     static let gattManager = "org.bluez.GattManager1"
     static let advertisingManager = "org.bluez.LEAdvertisingManager1"
     static let advertisement = "org.bluez.LEAdvertisement1"
+    static let agentManager = "org.bluez.AgentManager1"
+    static let agent = "org.bluez.Agent1"
     static let errorPrefix = "org.bluez.Error."
 
     static let properties = "org.freedesktop.DBus.Properties"

@@ -5,20 +5,25 @@ public struct ExportedInterface: Sendable {
     /// Validates and accepts a `Properties.Set`; throw to refuse (the value stays).
     public typealias Setter = @Sendable (_ property: String, _ value: DBusValue) throws(DBusError) -> Void
 
+    /// Answers later (a person is asked, say): call `reply` once, on the loop.
+    public typealias DeferredMethod = @Sendable (MethodCall, _ reply: @escaping @Sendable (Result<[DBusValue], DBusError>) -> Void) -> Void
+
     public var name: String
     public var properties: [String: DBusValue]
     public var methods: [String: Method]
+    public var deferredMethods: [String: DeferredMethod]
     /// Properties that `Set` may change; each change goes through `setter` first.
     public var writable: Set<String>
     public var setter: Setter?
 
     public init(
         _ name: String, properties: [String: DBusValue] = [:], methods: [String: Method] = [:],
-        writable: Set<String> = [], setter: Setter? = nil
+        deferredMethods: [String: DeferredMethod] = [:], writable: Set<String> = [], setter: Setter? = nil
     ) {
         self.name = name
         self.properties = properties
         self.methods = methods
+        self.deferredMethods = deferredMethods
         self.writable = writable
         self.setter = setter
     }
@@ -134,14 +139,31 @@ final class ExportRegistry {
         } catch {
             return message.makeErrorReply(error)
         }
+        let call = MethodCall(message: message, arguments: arguments)
+        if let deferred = deferredMethod(path: path, interface: interface, member: member) {
+            deferred(call) { [weak connection] result in
+                guard let connection, message.expectsReply else { return }
+                let reply: Message
+                switch result {
+                case .success(let values): reply = (try? message.makeReply(values)) ?? message.makeErrorReply(DBusError(.failed, "bad reply"))
+                case .failure(let error): reply = message.makeErrorReply(error)
+                }
+                connection.send(reply)
+            }
+            return nil
+        }
         do {
-            let result = try dispatch(
-                path: path, interface: interface, member: member,
-                call: MethodCall(message: message, arguments: arguments), connection: connection)
+            let result = try dispatch(path: path, interface: interface, member: member, call: call, connection: connection)
             return try message.makeReply(result)
         } catch {
             return message.makeErrorReply(error)
         }
+    }
+
+    private func deferredMethod(path: ObjectPath, interface: String?, member: String) -> ExportedInterface.DeferredMethod? {
+        guard let interfaces = objects[path] else { return nil }
+        let candidates = interface.map { name in interfaces[name].map { [$0] } ?? [] } ?? Array(interfaces.values)
+        return candidates.lazy.compactMap { $0.deferredMethods[member] }.first
     }
 
     private func dispatch(

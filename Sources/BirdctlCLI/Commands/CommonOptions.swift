@@ -8,6 +8,8 @@ struct CommonOptions {
     var verbose: Bool
     var powerOn: Bool
     var minimumRSSI: Int?
+    var pairs: Bool
+    var confirmPairing: Bool
 
     init(_ arguments: Arguments) throws(UsageError) {
         adapter = arguments.value(.adapter)
@@ -18,10 +20,30 @@ struct CommonOptions {
         verbose = arguments.has(.verbose)
         powerOn = arguments.has(.powerOn)
         minimumRSSI = try arguments.integer(.minimumRSSI, range: -127...20)
+        pairs = !arguments.has(.noPair)
+        confirmPairing = arguments.has(.confirmPairing)
+        if confirmPairing && !pairs { throw UsageError("--confirm-pairing and --no-pair contradict each other") }
     }
 
     var adapterOptions: AdapterOptions {
         AdapterOptions(adapterName: adapter, powerOn: powerOn)
+    }
+
+    /// The central's driver for a fleet, with the pairing prompt if asked for
+    /// (`pairing` reports tell the prompt whom it asks about).
+    func centralDriver(
+        _ session: Session, _ fleet: BirdFleet, onReport: @escaping CentralDriver.ReportHandler,
+        onFinish: @escaping CentralDriver.FinishHandler
+    ) throws(UsageError) -> CentralDriver {
+        let prompt = confirmPairing ? PairingPrompt(loop: session.connection.loop) : nil
+        if confirmPairing && prompt == nil { throw UsageError("--confirm-pairing needs a terminal to ask on") }
+        return CentralDriver(
+            connection: session.connection, fleet: fleet, options: adapterOptions, confirmPairing: prompt?.confirm,
+            onReport: { report in
+                if case .pairing(let peripheral) = report { prompt?.label = session.formatter.label(peripheral) }
+                onReport(report)
+            },
+            onFinish: onFinish)
     }
 }
 

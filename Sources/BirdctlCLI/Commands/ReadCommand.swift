@@ -11,7 +11,10 @@ enum ReadCommand {
             value is printed bare, for scripts: color=$(birdctl read color). Exits 0
             only if every field decoded; 8 if one did not.
             """,
-        options: [.timeout, .connectTimeout, .minimumRSSI, .adapter, .powerOn, .json, .verbose, .help],
+        options: [
+            .timeout, .connectTimeout, .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
+            .help,
+        ],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
@@ -21,15 +24,16 @@ enum ReadCommand {
         let configuration = BirdCentral.Configuration(
             mode: .read, fields: fields, address: address, minimumRSSI: common.minimumRSSI,
             scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
-            connectTimeout: try arguments.connectTimeout())
+            connectTimeout: try arguments.connectTimeout(), pairs: common.pairs,
+            pairTimeout: try arguments.pairTimeout())
         let bare = requested.count == 1 && !common.json
 
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
         let results = ReadResults()
         let formatter = session.formatter
-        let driver = CentralDriver(
-            connection: session.connection, fleet: BirdFleet(configuration), options: common.adapterOptions,
+        let driver = try common.centralDriver(
+            session, BirdFleet(configuration),
             onReport: { report in
                 switch report {
                 case .reading(let peripheral, let value, let raw, _):

@@ -10,7 +10,9 @@ enum SetCommand {
             one at ADDRESS), connects, writes with response, and disconnects.
             Prints nothing on success. Exit codes as for read.
             """,
-        options: [.timeout, .connectTimeout, .minimumRSSI, .adapter, .powerOn, .verbose, .help],
+        options: [
+            .timeout, .connectTimeout, .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .verbose, .help,
+        ],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
@@ -33,13 +35,14 @@ enum SetCommand {
         let configuration = BirdCentral.Configuration(
             mode: .write(value), fields: [field], address: address, minimumRSSI: common.minimumRSSI,
             scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
-            connectTimeout: try arguments.connectTimeout())
+            connectTimeout: try arguments.connectTimeout(), pairs: common.pairs,
+            pairTimeout: try arguments.pairTimeout())
 
         let session: Session
         do { session = try Session(json: false, verbose: common.verbose) } catch { return error }
         let formatter = session.formatter
-        let driver = CentralDriver(
-            connection: session.connection, fleet: BirdFleet(configuration), options: common.adapterOptions,
+        let driver = try common.centralDriver(
+            session, BirdFleet(configuration),
             onReport: { report in
                 if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
             },

@@ -16,7 +16,7 @@ enum WatchCommand {
         options: [
             .all, .count, .duration, .noReconnect,
             .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
-            .minimumRSSI, .adapter, .powerOn, .json, .verbose, .help,
+            .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose, .help,
         ],
         run: run)
 
@@ -32,14 +32,15 @@ enum WatchCommand {
             scanTimeout: try arguments.seconds(.timeout, default: nil),
             connectTimeout: try arguments.connectTimeout(),
             maximumReadings: try arguments.integer(.count, range: 1...Int.max),
-            duration: try arguments.seconds(.duration, default: nil))
+            duration: try arguments.seconds(.duration, default: nil), pairs: common.pairs,
+            pairTimeout: try arguments.pairTimeout())
 
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
         let formatter = session.formatter
         let stdout = session.stdout
-        let driver = CentralDriver(
-            connection: session.connection, fleet: BirdFleet(configuration, all: all), options: common.adapterOptions,
+        let driver = try common.centralDriver(
+            session, BirdFleet(configuration, all: all),
             onReport: { report in
                 switch report {
                 case .reading(let peripheral, let value, let raw, let notified):

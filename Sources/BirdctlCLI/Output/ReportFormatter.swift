@@ -99,6 +99,10 @@ struct ReportFormatter {
             var object = event("waiting", nil)
             object.add("message", message)
             return object.rendered
+        case .pairing(let p):
+            return event("pairing", p).rendered
+        case .paired(let p):
+            return event("paired", p).rendered
         case .reading, .badValue:
             return nil
         }
@@ -114,6 +118,8 @@ struct ReportFormatter {
         case .operationFailed(let p, let what, let error): "could not \(what) on \(p.address): \(error)"
         case .gaveUp(let failure): failure.message
         case .waiting(let message): message
+        case .pairing(let p): "pairing with \(label(p))"
+        case .paired(let p): "paired with \(label(p))"
         case .reading, .badValue: nil
         }
     }

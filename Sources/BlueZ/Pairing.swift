@@ -1,0 +1,101 @@
+import DBus
+
+extension BlueZRequest where Output == Void {
+    /// Pairs (and bonds) with the device through the agent the caller
+    /// registered; BlueZ connects first if needed. Answers when pairing ends.
+    public static func pair(device: ObjectPath, timeout: Duration) -> Self {
+        Self(device, BlueZNames.device, "Pair", timeout: timeout)
+    }
+
+    public static func cancelPairing(device: ObjectPath) -> Self {
+        Self(device, BlueZNames.device, "CancelPairing")
+    }
+
+    /// Registers an Agent1 object of ours for the pairings this client asks for
+    /// (not as the system's default agent: a desktop keeps its own).
+    public static func registerAgent(_ agent: PairingAgent) -> Self {
+        Self(ObjectPath(BlueZNames.root), BlueZNames.agentManager, "RegisterAgent", [
+            .objectPath(agent.path), .string(agent.capability.rawValue),
+        ])
+    }
+
+    public static func unregisterAgent(_ agent: PairingAgent) -> Self {
+        Self(ObjectPath(BlueZNames.root), BlueZNames.agentManager, "UnregisterAgent", [.objectPath(agent.path)])
+    }
+}
+
+extension BlueZError {
+    /// BlueZ refused a read, write or subscription because the link is not
+    /// secure enough: the ATT errors Insufficient Authentication / Encryption
+    /// (and Encryption Key Size), which bluetoothd reports as NotPermitted
+    /// ("Not paired", or the ATT error's name), or a failed authentication.
+    /// A plain "Read not permitted" (the attribute is never readable) is not one.
+    public var needsPairing: Bool {
+        switch kind {
+        case .authenticationFailed: return true
+        case .notPermitted, .notAuthorized, .failed:
+            let text = message.lowercased()
+            return text.contains("not paired") || text.contains("insufficient authentication")
+                || text.contains("insufficient encryption") || text.contains("att error: 0x05")
+                || text.contains("att error: 0x0f") || text.contains("att error: 0x0c")
+        default: return false
+        }
+    }
+
+    /// Pair answered that the device is already paired.
+    public var isAlreadyPaired: Bool { kind == .alreadyExists }
+}
+
+/// An org.bluez.Agent1 of ours: what bluetoothd asks when it pairs on our
+/// behalf. With NoInputNoOutput (the default) pairing is Just Works: there is
+/// nothing to confirm, and anything that would need a person (a PIN, a
+/// passkey) is rejected. Only bluetoothd may call it.
+public final class PairingAgent: @unchecked Sendable {
+    public enum Capability: String, Sendable {
+        case noInputNoOutput = "NoInputNoOutput"
+        case displayYesNo = "DisplayYesNo"
+    }
+
+    /// Asked on the loop to confirm a passkey shown on both sides
+    /// (DisplayYesNo); answer once, now or later.
+    public typealias Confirm = @Sendable (_ device: ObjectPath, _ passkey: UInt32, _ answer: @escaping @Sendable (Bool) -> Void) -> Void
+
+    public let connection: Connection
+    public let path: ObjectPath
+    public let capability: Capability
+    private let confirm: Confirm?
+
+    public init(connection: Connection, path: ObjectPath = "/org/birdctl/agent", confirm: Confirm? = nil) {
+        self.connection = connection
+        self.path = path
+        self.capability = confirm == nil ? .noInputNoOutput : .displayYesNo
+        self.confirm = confirm
+    }
+
+    /// Exports the agent (before `registerAgent`).
+    public func export() {
+        connection.restrictCalls(below: path, toOwnerOf: BlueZNames.busName)
+        let rejected = DBusError(DBusErrorName(BlueZNames.errorPrefix + "Rejected"), "birdctl pairs without input")
+        let reject: ExportedInterface.Method = { _ throws(DBusError) in throw rejected }
+        let accept: ExportedInterface.Method = { _ in [] }
+        var methods: [String: ExportedInterface.Method] = [
+            "Release": accept, "Cancel": accept,
+            "RequestPinCode": reject, "RequestPasskey": reject,
+            "DisplayPinCode": accept, "DisplayPasskey": accept,
+            // Incoming requests (a peer pairing with us, a service to authorise) are not ours to grant.
+            "RequestAuthorization": reject, "AuthorizeService": reject,
+            "RequestConfirmation": reject,
+        ]
+        var deferred: [String: ExportedInterface.DeferredMethod] = [:]
+        if let confirm {
+            methods["RequestConfirmation"] = nil
+            deferred["RequestConfirmation"] = { call, reply in
+                guard call.arguments.count == 2, let device = call.arguments[0].objectPath,
+                    let passkey = call.arguments[1].integer.flatMap(UInt32.init(exactly:))
+                else { return reply(.failure(DBusError(.invalidArgs, "expected a device and a passkey"))) }
+                confirm(device, passkey) { accepted in reply(accepted ? .success([]) : .failure(rejected)) }
+            }
+        }
+        connection.export(path, [ExportedInterface(BlueZNames.agent, methods: methods, deferredMethods: deferred)])
+    }
+}

@@ -1,0 +1,116 @@
+import BlueZTestSupport
+import DBus
+import Foundation
+import Glibc
+import Testing
+
+extension FakeBlueZ {
+    func requireSecurity(_ mode: String, address: String = bird) async throws {
+        try await call("RequireSecurity", .string(address), .string(mode))
+    }
+
+    func pairings(address: String = bird) async throws -> UInt32 {
+        try await call("Pairings", .string(address)).first?.integer.flatMap(UInt32.init(exactly:)) ?? 0
+    }
+}
+
+/// Birds that allow reads only over an encrypted, paired link.
+@Suite("Pairing")
+struct PairingTests {
+    @Test func aWatchPairsWhenTheBirdAsksAndTheBondSurvivesAReconnect() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("justworks")
+        let watch = try fake.launch("watch", "alpha", "--json")
+        _ = try await watch.line(containing: "\"pairing\"")
+        _ = try await watch.line(containing: "\"paired\"")
+        // Its own agent, not the system's default: NoInputNoOutput (Just Works).
+        #expect(try await fake.call("Agents").first?.stringArray == ["NoInputNoOutput"])
+        let first = try parseJSON(try await watch.line(containing: "\"reading\""))
+        #expect(first["value"] as? Double == 0.8)
+        try await fake.call("DropLink", .string(bird))
+        _ = try await watch.line(containing: "\"connected\"")
+        _ = try await watch.line(containing: "\"reading\"")  // read after reconnecting, no second pairing
+        try await waitForNotifying(fake)
+        try await fake.push("20")
+        #expect(try parseJSON(try await watch.line(containing: "\"reading\""))["value"] as? Double == 0.2)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+        #expect(try await fake.pairings() == 1)
+        #expect(try await fake.call("Agents").first?.stringArray == [], "the agent is unregistered on the way out")
+    }
+
+    @Test func aReadPairsThenReads() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("justworks")
+        let read = try await fake.birdctl("read", bird, "--verbose")
+        #expect(read.status == 0, "\(read.stderr)")
+        #expect(read.stdout == ["name   Robin", "color  #FF8800", "alpha  0.8"])
+        #expect(read.stderr.contains("pairing with Robin (\(bird))") && read.stderr.contains("paired with Robin"))
+        #expect(try await fake.pairings() == 1)
+    }
+
+    @Test func noPairExitsTenAndSaysWhatToDo() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("justworks")
+        let read = try await fake.birdctl("read", "--no-pair")
+        #expect(read.status == 10, "\(read.stderr)")
+        #expect(read.stderr.contains("requires pairing") && read.stderr.contains("birdctl pair"), "\(read.stderr)")
+        #expect(try await fake.pairings() == 0)
+    }
+
+    @Test func aRefusedPairingExitsTen() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("refuse")
+        let read = try await fake.birdctl("read", "alpha")
+        #expect(read.status == 10, "\(read.stderr)")
+        #expect(read.stderr.contains("pairing failed: AuthenticationFailed"), "\(read.stderr)")
+    }
+
+    @Test func aPasskeyToConfirmIsRefusedWithoutAPerson() async throws {
+        // NoInputNoOutput cannot confirm a passkey: BlueZ fails the pairing.
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("confirm")
+        let set = try await fake.birdctl("set", "alpha", "55")
+        #expect(set.status == 10, "\(set.stderr)")
+        // And there is no terminal here to ask on.
+        let asked = try await fake.birdctl("set", "alpha", "55", "--confirm-pairing")
+        #expect(asked.status == 2 && asked.stderr.contains("needs a terminal"), "\(asked.stderr)")
+    }
+
+    @Test func aPairingThatNeverEndsIsCancelledAtItsDeadline() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("silent")
+        let started = ContinuousClock.now
+        let read = try await fake.birdctl("read", "alpha", "--pair-timeout", "1")
+        #expect(read.status == 10, "\(read.stderr)")
+        #expect(read.stderr.contains("pairing did not finish in time"), "\(read.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(10))  // not the 30 s default
+        let calls = try await fake.calls()
+        #expect(calls.contains { $0.hasPrefix("CancelPairing ") }, "\(calls)")
+    }
+
+    @Test func pairAndUnpairCommands() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("justworks")
+        let pair = try await fake.birdctl("pair", bird)
+        #expect(pair.status == 0, "\(pair.stderr)")
+        #expect(pair.stderr.contains("paired with Robin"), "\(pair.stderr)")
+        #expect(try await fake.pairings() == 1)
+        // Already paired: success, no second pairing.
+        #expect(try await fake.birdctl("pair", bird).status == 0)
+        #expect(try await fake.pairings() == 1)
+        // A read now needs no pairing.
+        #expect(try await fake.birdctl("read", bird, "alpha", "--no-pair").stdout == ["0.8"])
+        let unpair = try await fake.birdctl("unpair", bird)
+        #expect(unpair.status == 0, "\(unpair.stderr)")
+        #expect(try await fake.birdctl("unpair", bird).status == 6)
+        #expect(try await fake.birdctl("pair").status == 2)
+    }
+}
