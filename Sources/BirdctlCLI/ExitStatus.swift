@@ -1,27 +1,20 @@
 import Bird
 import BlueZ
 
-/// birdctl's exit codes, one per failure class (documented in the README).
+/// birdctl's exit codes, one per failure class; `meaning` says each (for
+/// `--help` and the man page; the README's table is checked against it).
 enum ExitStatus: Int32, Error, CaseIterable {
     case success = 0
-    /// Unexpected internal failure (should not happen).
     case internalError = 1
     case usage = 2
-    /// No bluetoothd on the system bus, no such adapter, or the bus itself is gone.
     case bluetoothUnavailable = 3
     case adapterOff = 4
     case permissionDenied = 5
-    /// No Bird found before --timeout.
     case notFound = 6
-    /// Connect failed, timed out, or the link was lost.
     case connectionFailed = 7
-    /// A value did not decode (read).
     case badValue = 8
-    /// Another BlueZ operation failed (read, subscribe, discovery).
     case operationFailed = 9
-    /// Pairing refused, failed or timed out, or needed under --no-pair.
     case pairingFailed = 10
-    /// SIGINT/SIGTERM before the work was done.
     case interrupted = 130
 
     /// What the code means, for `--help` and the man page.

@@ -105,12 +105,12 @@ public final class FakeBlueZ: @unchecked Sendable {
     @discardableResult
     public func addBird(
         address: String = "F0:0D:B1:7D:00:01", name: String = "Robin", color: String = "#FF8800",
-        birdName: String? = nil, alpha: String = "80", rssi: Int16 = -50, cached: Bool = false,
-        visible: Bool = true
+        birdName: String? = nil, birdNameBytes: [UInt8]? = nil, alpha: String = "80", rssi: Int16 = -50,
+        cached: Bool = false, visible: Bool = true
     ) async throws -> ObjectPath {
         let reply = try await call(
             "AddBird", .string(address), .string(name), .bytes(Array(color.utf8)),
-            .bytes(Array((birdName ?? name).utf8)), .bytes(Array(alpha.utf8)), .int16(rssi), .bool(cached),
+            .bytes(birdNameBytes ?? Array((birdName ?? name).utf8)), .bytes(Array(alpha.utf8)), .int16(rssi), .bool(cached),
             .bool(visible))
         return reply.first?.objectPath ?? "/"
     }

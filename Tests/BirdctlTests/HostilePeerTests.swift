@@ -51,3 +51,72 @@ struct HostilePeerTests {
         #expect(read.stdout == [#"Rob\u202eni"#])
     }
 }
+
+/// Peripherals that misbehave on purpose: each ends with a clear message and
+/// the documented exit code, or the stream goes on.
+@Suite("Hostile peripherals")
+struct HostilePeripheralTests {
+    @Test func garbageValuesAreBadValuesWithTheirBytes() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(color: "\u{1B}]52;c;AAAA\u{07}", birdNameBytes: [0xFF, 0xFE, 0x52], alpha: "-1")
+        let read = try await fake.birdctl("read", "--json")
+        #expect(read.status == 8, "\(read.stderr)")
+        let record = try parseJSON(try #require(read.stdout.first))
+        let errors = try #require(record["errors"] as? [String: String])
+        #expect(errors["color"] == "expected #RRGGBB or #RRGGBBAA" && errors["alpha"] == "expected an integer 0…100")
+        #expect(errors["name"] == "not valid UTF-8", "\(errors)")
+        #expect((record["raw"] as? [String: String])?["name"] == "fffe52")
+        #expect(!read.stderr.contains("\u{1B}") && !read.stderr.contains("\u{07}"), "\(read.stderr)")
+    }
+
+    @Test func aNameOf512BytesReadsWhole() async throws {
+        let long = String(repeating: "Zaunkönig ", count: 46) + "Zaunki"  // 512 bytes of UTF-8
+        #expect(long.utf8.count == 512)
+        let fake = try FakeBlueZ()
+        try await fake.addBird(birdName: long)
+        let read = try await fake.birdctl("read", bird, "name")
+        #expect(read.status == 0, "\(read.stderr)")
+        #expect(read.stdout == [long])
+    }
+
+    @Test func aBirdThatAnswersEveryReadWithAnATTErrorStillStreams() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.call(
+            "FailAlways", .string("ReadValue"), .string("org.bluez.Error.Failed"),
+            .string("Operation failed with ATT error: 0x0e"))
+        let watch = try fake.launch("watch", "alpha", "--json", "--count", "2")
+        let error = try parseJSON(try await watch.line(containing: "\"error\""))
+        #expect((error["message"] as? String)?.contains("ATT error: 0x0e") == true, "\(error)")
+        try await waitForNotifying(fake)
+        try await fake.push("10")
+        try await fake.push("20")
+        let first = try parseJSON(try await watch.line(containing: "\"reading\""))
+        let second = try parseJSON(try await watch.line(containing: "\"reading\""))
+        #expect(first["value"] as? Double == 0.1 && second["value"] as? Double == 0.2)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func aBirdThatDropsTheLinkDuringServiceDiscoveryAgainAndAgain() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.call("DropDuringDiscovery", .string(bird), .uint32(25))
+        let watch = try fake.launch("watch", "alpha", "--json", "--count", "1")
+        var drops = 0
+        while let line = try await watch.nextLine(within: .seconds(60)) {
+            if line.contains("\"disconnected\"") { drops += 1 }
+            if line.contains("\"reading\"") { break }
+        }
+        #expect(drops == 25)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func aReadOfABirdThatDropsTheLinkDuringServiceDiscoveryFailsClearly() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.call("DropDuringDiscovery", .string(bird), .uint32(1))
+        let read = try await fake.birdctl("read")
+        #expect(read.status == 7, "\(read.stderr)")
+        #expect(read.stderr.contains("the connection was lost"), "\(read.stderr)")
+    }
+}

@@ -20,8 +20,11 @@ class Printer:
     def __call__(self, data):
         if self.done.is_set():
             return
+        # Flushed at once, as birdctl and the floor hand on each wake-up's
+        # lines before they sleep: a streaming tool must not hold a line back
+        # (block-buffered, Python would do one write per 8 KiB and look cheaper).
         sys.stdout.write(line(self.address, data) + '\n')
+        sys.stdout.flush()
         self.printed += 1
         if self.count and self.printed >= self.count:
-            sys.stdout.flush()
             self.done.set()

@@ -29,6 +29,25 @@ struct CommonOptions {
         AdapterOptions(adapterName: adapter, powerOn: powerOn)
     }
 
+    /// Runs one bird's machine whose only output is diagnostics (set, pair,
+    /// unpair): events on stderr with --verbose, and those `always` picks
+    /// anyway; the outcome becomes the exit status.
+    func runQuietly(
+        _ configuration: BirdCentral.Configuration,
+        always: @escaping @Sendable (BirdCentral.Report) -> Bool = { _ in false }
+    ) throws(UsageError) -> ExitStatus {
+        let session: Session
+        do { session = try Session(json: false, verbose: verbose) } catch { return error }
+        let formatter = session.formatter
+        let driver = try centralDriver(
+            session, BirdFleet(configuration),
+            onReport: { [verbose] report in
+                if verbose || always(report), let text = formatter.eventText(report) { Diagnostics.say(text) }
+            },
+            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
+        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+    }
+
     /// The central's driver for a fleet, with the pairing prompt if asked for
     /// (`pairing` reports tell the prompt whom it asks about).
     func centralDriver(

@@ -34,19 +34,9 @@ enum PairCommand {
             scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
             connectTimeout: try arguments.connectTimeout(), pairTimeout: try arguments.pairTimeout())
 
-        let session: Session
-        do { session = try Session(json: false, verbose: common.verbose) } catch { return error }
-        let formatter = session.formatter
-        let driver = try common.centralDriver(
-            session, BirdFleet(configuration),
-            onReport: { report in
-                if case .paired = report, let text = formatter.eventText(report) {
-                    Diagnostics.say(text)
-                } else if common.verbose, let text = formatter.eventText(report) {
-                    Diagnostics.say(text)
-                }
-            },
-            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
-        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+        // Pairing is the point of `pair`: say when it is done.
+        return try common.runQuietly(configuration) { report in
+            if case .paired = report { true } else { false }
+        }
     }
 }

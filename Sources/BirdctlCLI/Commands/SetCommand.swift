@@ -38,15 +38,6 @@ enum SetCommand {
             connectTimeout: try arguments.connectTimeout(), pairs: common.pairs,
             pairTimeout: try arguments.pairTimeout())
 
-        let session: Session
-        do { session = try Session(json: false, verbose: common.verbose) } catch { return error }
-        let formatter = session.formatter
-        let driver = try common.centralDriver(
-            session, BirdFleet(configuration),
-            onReport: { report in
-                if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
-            },
-            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
-        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+        return try common.runQuietly(configuration)
     }
 }
