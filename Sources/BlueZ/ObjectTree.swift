@@ -69,6 +69,16 @@ public struct ObjectTree: Hashable, Sendable {
         return true
     }
 
+    /// A characteristic's Value changed (a notification): the same as
+    /// `change`, without a dictionary of changes built per notification.
+    mutating func changeValue(_ path: ObjectPath, _ bytes: [UInt8]) -> Bool {
+        guard let object = objects.index(forKey: path),
+            let slot = objects.values[object].index(forKey: BlueZNames.gattCharacteristic)
+        else { return false }
+        objects.values[object].values[slot]["Value"] = .bytes(bytes)
+        return true
+    }
+
     // MARK: Typed views
 
     public func properties(_ path: ObjectPath, _ interface: String) -> Properties? {

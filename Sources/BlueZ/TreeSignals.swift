@@ -17,21 +17,23 @@ extension ObjectTree {
         }
     }
 
+    private static let characteristicInterface = CString(BlueZNames.gattCharacteristic)
+    private static let value = CString("Value")
+
     /// PropertiesChanged of an object under /org/bluez.
     public mutating func applyPropertiesChanged(_ message: Message, emit: (BlueZEvent) -> Void) {
+        // The hot path, every notification: Value alone, read without a value tree.
+        if let bytes = message.singleBytePropertyChange(interface: Self.characteristicInterface, property: Self.value),
+            let path = message.path
+        {
+            if changeValue(path, bytes) { emit(.valueChanged(characteristic: path, value: bytes)) }
+            return
+        }
         guard let path = message.path, let arguments = try? message.arguments(), arguments.count >= 2,
             let interface = arguments[0].string, let changed = arguments[1].propertyMap
         else { return }
         let invalidated = arguments.count > 2 ? arguments[2].stringArray ?? [] : []
         guard change(path, interface: interface, changed: changed, invalidated: invalidated) else { return }
-
-        // The hot path: a notification changes Value alone.
-        if interface == BlueZNames.gattCharacteristic, changed.count == 1, invalidated.isEmpty,
-            let value = changed["Value"]?.bytes
-        {
-            emit(.valueChanged(characteristic: path, value: value))
-            return
-        }
         let names = Array(changed.keys) + invalidated
         switch interface {
         case BlueZNames.gattCharacteristic:

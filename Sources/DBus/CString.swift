@@ -4,10 +4,10 @@ import Glibc
 /// compares header fields with libdbus per notification; a Swift string
 /// handed to C is copied into a temporary array on every call when it is
 /// small (":1.42", "Disconnected"), which made those comparisons allocate.
-struct CString: Hashable, Sendable {
+public struct CString: Hashable, Sendable {
     let bytes: ContiguousArray<CChar>
 
-    init(_ string: String) {
+    public init(_ string: String) {
         bytes = string.utf8CString
     }
 
@@ -20,5 +20,5 @@ struct CString: Hashable, Sendable {
 }
 
 extension CString: ExpressibleByStringLiteral {
-    init(stringLiteral value: String) { self.init(value) }
+    public init(stringLiteral value: String) { self.init(value) }
 }

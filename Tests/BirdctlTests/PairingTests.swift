@@ -82,6 +82,37 @@ struct PairingTests {
         #expect(asked.status == 2 && asked.stderr.contains("needs a terminal"), "\(asked.stderr)")
     }
 
+    /// `--confirm-pairing` on a terminal: `script` gives birdctl a pty whose
+    /// input is our answer; the question goes to /dev/tty.
+    @Test(arguments: [("y", Int32(0)), ("n", Int32(10))])
+    func aPersonConfirmsThePasskeyOnTheTerminal(_ answer: String, _ status: Int32) async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("confirm")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        let command = [BirdctlProcess.executable.path, "read", bird, "alpha", "--confirm-pairing"].joined(separator: " ")
+        process.arguments = ["-qec", command, "/dev/null"]
+        process.environment = ProcessInfo.processInfo.environment.merging(fake.environment) { $1 }
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        // Answer once the question is on the terminal.
+        var seen = Data()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !String(decoding: seen, as: UTF8.self).contains("passkey 123456?"), ContinuousClock.now < deadline {
+            seen.append(output.fileHandleForReading.availableData)
+        }
+        #expect(String(decoding: seen, as: UTF8.self).contains("does Robin (\(bird)) show the passkey 123456? [y/N]"))
+        input.fileHandleForWriting.write(Data("\(answer)\n".utf8))
+        seen.append(output.fileHandleForReading.readDataToEndOfFile())
+        process.waitUntilExit()
+        #expect(process.terminationStatus == status, "\(String(decoding: seen, as: UTF8.self))")
+        #expect(try await fake.pairings() == (status == 0 ? 1 : 0))
+    }
+
     @Test func aPairingThatNeverEndsIsCancelledAtItsDeadline() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
