@@ -16,6 +16,14 @@ public final class BirdctlProcess: @unchecked Sendable {
     }
 
     private let process = Process()
+    /// birdctl's private memory now (RssAnon + RssShmem from /proc), in KiB.
+    public var privateMemoryKiB: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").reduce(0) { total, line in
+            guard line.hasPrefix("RssAnon:") || line.hasPrefix("RssShmem:") else { return total }
+            return total + (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0)
+        }
+    }
     private let stdoutPipe = Pipe()
     private let stderrPipe = Pipe()
     private let lock = NSLock()
