@@ -18,8 +18,11 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 # libdbus headers for the CDBus module; a dbus-daemon for private test buses;
-# Debian's python3 with dbus-python, GLib and python-dbusmock for the fake BlueZ.
-DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python3-gi python3-dbusmock
+# Debian's python3 with dbus-python, GLib and python-dbusmock for the fake BlueZ;
+# libmosquitto for the MQTT gateway, and a real broker, its clients and openssl
+# (a test CA) to test it against.
+DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python3-gi python3-dbusmock \
+	libmosquitto-dev mosquitto mosquitto-clients openssl
 
 # The benchmarks: the C floor, a venv for the peers, callgrind for profiling.
 BENCH_PACKAGES := gcc python3-venv valgrind

@@ -23,10 +23,18 @@ let package = Package(
         .target(name: "BlueZ", dependencies: ["DBus"]),
         // The Bird domain: UUIDs, codecs, RSSI smoothing, the central state machine and its driver.
         .target(name: "Bird", dependencies: ["BlueZ", "DBus"]),
+        // libmosquitto, the reference MQTT client library, for the gateway.
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        // Publishing to an MQTT broker on a thread of its own: the other layer that touches pointers.
+        .target(name: "MQTT", dependencies: ["CMosquitto"]),
         // The git revision of a release build (a C macro `make release` sets).
         .target(name: "BuildInfo"),
         // The command line as a library: argument parsing, output formats, escaping, exit codes.
-        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "BuildInfo"]),
+        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "BuildInfo"]),
         // The executable: blocks signals, runs BirdctlCLI, exits.
         .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
         // Starts a private dbus-daemon and the fake BlueZ of fixtures/ for tests.

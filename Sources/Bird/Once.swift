@@ -1,8 +1,8 @@
 /// A closure that runs at most once, whichever caller comes first (loop-confined).
-final class Once: @unchecked Sendable {
+public final class Once: @unchecked Sendable {
     private var body: (() -> Void)?
-    init(_ body: @escaping () -> Void) { self.body = body }
-    func run() {
+    public init(_ body: @escaping () -> Void) { self.body = body }
+    public func run() {
         let body = self.body
         self.body = nil
         body?()

@@ -15,6 +15,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
     case badValue = 8
     case operationFailed = 9
     case pairingFailed = 10
+    case mqttFailed = 11
     case interrupted = 130
 
     /// What the code means, for `--help` and the man page.
@@ -31,6 +32,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .badValue: "bad value (read)"
         case .operationFailed: "another BlueZ operation failed (read, subscribe, discovery, registration)"
         case .pairingFailed: "pairing refused, failed or timed out, or needed under --no-pair"
+        case .mqttFailed: "MQTT broker unreachable at start, connection or credentials refused, or TLS verification failed"
         case .interrupted: "interrupted (SIGINT/SIGTERM) before a read or scan finished"
         }
     }

@@ -14,6 +14,8 @@ struct Option: Hashable, Sendable {
         case none
         /// Bluetooth adapters on this machine (`hci0`, …).
         case adapter
+        /// A file name.
+        case file
     }
 
     init(_ name: String, value: String? = nil, _ help: String, completion: Completion = .none) {
@@ -54,6 +56,23 @@ extension Option {
     static let duration = Option("--duration", value: "S", "stop after S seconds")
     static let all = Option("--all", "follow every Bird in range; every line carries the address")
     static let noReconnect = Option("--no-reconnect", "exit 7 when the link is lost instead of reconnecting")
+
+    static let quiet = Option("--quiet", "print no readings or events (errors still go to stderr); with --mqtt")
+
+    static let mqtt = Option(
+        "--mqtt", value: "URL", "also publish to this MQTT broker: mqtt[s]://HOST[:PORT][/PREFIX] (see MQTT below)")
+    static let mqttCredentials = Option(
+        "--mqtt-credentials", value: "FILE", "the broker's USERNAME:PASSWORD, one line (never on the command line)",
+        completion: .file)
+    static let mqttCA = Option(
+        "--mqtt-ca", value: "FILE", "CA certificate(s) the broker's TLS certificate must chain to (mqtts://)",
+        completion: .file)
+    static let mqttCertificate = Option(
+        "--mqtt-cert", value: "FILE", "a client certificate for brokers that ask for one", completion: .file)
+    static let mqttKey = Option("--mqtt-key", value: "FILE", "the client certificate's key (default: in --mqtt-cert)", completion: .file)
+    static let mqttBuffer = Option(
+        "--mqtt-buffer", value: "N", "messages kept while the broker is away, the oldest dropped beyond (default 50000)")
+    static let noDiscovery = Option("--no-discovery", "publish no Home Assistant discovery configs")
 
     static let name = Option("--name", value: "NAME", "the name served and advertised (default Robin)")
     static let color = Option("--color", value: "#RRGGBB", "the colour served (default #FF8800)")

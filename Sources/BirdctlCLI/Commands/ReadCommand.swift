@@ -71,7 +71,7 @@ enum ReadCommand {
             var errors = JSONObject()
             for field in fields {
                 if let (value, bytes) = results.values[field] {
-                    object.add(field.rawValue, formatter.jsonValue(value))
+                    object.add(field.rawValue, ReportFormatter.jsonValue(value))
                     raw.add(field.rawValue, hexString(bytes))
                 } else if let error = results.errors[field] {
                     raw.add(field.rawValue, error.rawHex)

@@ -101,7 +101,7 @@ enum ServeCommand {
         case .valueChanged(let value, let byCentral):
             object.add("event", byCentral ? "written" : "value")
             object.add("field", value.field.rawValue)
-            object.add("value", formatter.jsonValue(value))
+            object.add("value", ReportFormatter.jsonValue(value))
             text = "\(formatter.pad(value.field.rawValue, 5))  \(formatter.styled(value))" + (byCentral ? "  (written by a central)" : "")
         case .refusedWrite(let error):
             object.add("event", "refused_write")

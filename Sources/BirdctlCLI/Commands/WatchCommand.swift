@@ -1,4 +1,6 @@
 import Bird
+import Glibc
+import MQTT
 
 /// `birdctl watch`: stream one line per reading until stopped.
 enum WatchCommand {
@@ -12,11 +14,25 @@ enum WatchCommand {
             (unless --no-reconnect); if bluetoothd restarts or the adapter is powered
             off, it waits and resumes. --json prints JSON Lines: readings and events
             (found, connected, ...).
+
+            MQTT: with --mqtt URL, every reading is also published to the broker
+            (QoS 1): the value to PREFIX/ADDRESS/FIELD and the bird's JSON state to
+            PREFIX/ADDRESS (both retained), events to PREFIX/ADDRESS/event,
+            availability to PREFIX/status (online/offline, also the will) and
+            PREFIX/ADDRESS/status, and Home Assistant discovery configs under
+            homeassistant/ (unless --no-discovery). PREFIX defaults to
+            birdctl/HOSTNAME. While the broker is away, messages wait in a bounded
+            buffer (--mqtt-buffer) and go out in order after reconnecting; Bluetooth
+            never waits for the network. Credentials come from --mqtt-credentials
+            FILE or BIRDCTL_MQTT_USERNAME and BIRDCTL_MQTT_PASSWORD, never from the
+            command line. If the broker cannot be reached at start, refuses the
+            connection or fails TLS verification, birdctl exits 11 at once.
             """,
         options: [
             .all, .count, .duration, .noReconnect,
             .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
-            .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose, .help,
+            .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
+            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .noDiscovery, .quiet, .help,
         ],
         run: run)
 
@@ -35,13 +51,24 @@ enum WatchCommand {
             duration: try arguments.seconds(.duration, default: nil), pairs: common.pairs,
             pairTimeout: try arguments.pairTimeout())
 
+        let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
+        let quiet = arguments.has(.quiet)
+        if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
+        if let file = arguments.value(.mqttCredentials), GatewayOptions.readableByOthers(file) {
+            Diagnostics.say("warning: \(file) holds a password and other users can read it (chmod 600 \(file))")
+        }
+
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
         let formatter = session.formatter
         let stdout = session.stdout
+        let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
+        let gatewayFailed = GatewayFailure()
         let driver = try common.centralDriver(
             session, BirdFleet(configuration, all: all),
             onReport: { report in
+                gateway?.handle(report)
+                if quiet { return }
                 switch report {
                 case .reading(let peripheral, let value, let raw, let notified):
                     stdout.line(formatter.reading(peripheral, value, raw: raw, notified: notified))
@@ -59,7 +86,33 @@ enum WatchCommand {
                     }
                 }
             },
-            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
-        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+            onFinish: { outcome in
+                let status = gatewayFailed.happened ? ExitStatus.mqttFailed : exitStatus(for: outcome)
+                guard let gateway else { return session.finish(status) }
+                gateway.close { session.finish(status) }
+            })
+        gateway?.onFailure = { error in
+            Diagnostics.error(error.description)
+            gatewayFailed.happened = true
+            driver.stop()
+        }
+        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) {
+            driver.start()
+            do throws(MQTTError) { try gateway?.start() } catch { gateway?.onFailure?(error) }
+        }
     }
+
+    /// The credentials' variables, if set.
+    private static func gatewayEnvironment() -> [String: String] {
+        var environment: [String: String] = [:]
+        for name in [GatewayOptions.usernameVariable, GatewayOptions.passwordVariable] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        return environment
+    }
+}
+
+/// Set on the loop when the MQTT side failed: the exit code is then 11.
+private final class GatewayFailure: @unchecked Sendable {
+    var happened = false
 }

@@ -31,6 +31,7 @@ enum Completions {
             cases += "        \(command.name)) options=\"\(names)\" valued=\"\(valued)\" operands=\"\(operands)\" ;;\n"
         }
         let adapterOptions = Set(Birdctl.commands.flatMap(\.options).filter { $0.completion == .adapter }.map(\.name))
+        let fileOptions = Set(Birdctl.commands.flatMap(\.options).filter { $0.completion == .file }.map(\.name))
         return """
             # bash completion for birdctl (birdctl --generate-completion-script bash)
             _birdctl() {
@@ -46,6 +47,7 @@ enum Completions {
                 esac
                 case $prev in
                     \(adapterOptions.sorted().joined(separator: "|"))) COMPREPLY=($(compgen -W "$(\(adapters))" -- "$cur")); return ;;
+                    \(fileOptions.sorted().joined(separator: "|"))) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 esac
                 [[ " $valued " == *" $prev "* ]] && return
                 if [[ $cur == -* ]]; then
@@ -80,7 +82,11 @@ enum Completions {
             var specs = command.options.map { option -> String in
                 let help = "[\(quoted(option.help))]"
                 guard let value = option.value else { return "'\(option.name)\(help)'" }
-                let action = option.completion == .adapter ? "_birdctl_adapters" : " "
+                let action = switch option.completion {
+                case .adapter: "_birdctl_adapters"
+                case .file: "_files"
+                case .none: " "
+                }
                 return "'\(option.name)\(help):\(quoted(value, escaping: [":"])):\(action)'"
             }
             if takesFields(command) { specs.append("'*:field:(\(fields))'") }
@@ -130,6 +136,7 @@ enum Completions {
                 var line = "complete -c birdctl -n \(condition) -l \(option.name.dropFirst(2))"
                 if option.takesValue { line += " -r" }
                 if option.completion == .adapter { line += " -a '(\(adapters))'" }
+                if option.completion == .file { line += " -F" }
                 lines.append(line + " -d \(quoted(option.help))")
             }
             if takesFields(command) { lines.append("complete -c birdctl -n \(condition) -a '\(fields)'") }

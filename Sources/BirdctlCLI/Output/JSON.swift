@@ -4,27 +4,33 @@ public struct JSONObject {
     private var text = "{"
     private var empty = true
 
-    enum Value {
+    indirect enum Value {
         case string(String)
         case number(String)
         case integer(Int)
         case bool(Bool)
         case object(JSONObject)
         case array([JSONObject])
+        case list([Value])
+
+        var rendered: String {
+            switch self {
+            case .string(let s): JSONObject.quoted(s)
+            case .number(let n): n
+            case .integer(let i): String(i)
+            case .bool(let b): b ? "true" : "false"
+            case .object(let o): o.rendered
+            case .array(let items): "[" + items.map(\.rendered).joined(separator: ",") + "]"
+            case .list(let items): "[" + items.map(\.rendered).joined(separator: ",") + "]"
+            }
+        }
     }
 
     mutating func add(_ key: String, _ value: Value) {
         if !empty { text += "," }
         empty = false
         text += JSONObject.quoted(key) + ":"
-        switch value {
-        case .string(let s): text += JSONObject.quoted(s)
-        case .number(let n): text += n
-        case .integer(let i): text += String(i)
-        case .bool(let b): text += b ? "true" : "false"
-        case .object(let o): text += o.rendered
-        case .array(let items): text += "[" + items.map(\.rendered).joined(separator: ",") + "]"
-        }
+        text += value.rendered
     }
 
     mutating func add(_ key: String, _ value: String) { add(key, .string(value)) }

@@ -15,7 +15,7 @@ struct ReportFormatter {
         if json {
             var object = event("reading", peripheral)
             object.add("field", value.field.rawValue)
-            object.add("value", jsonValue(value))
+            object.add("value", Self.jsonValue(value))
             object.add("raw", hexString(raw))
             object.add("source", notified ? "notify" : "read")
             return object.rendered
@@ -47,7 +47,7 @@ struct ReportFormatter {
     }
 
     /// A value as JSON: alpha is a number, the rest strings.
-    func jsonValue(_ value: BirdValue) -> JSONObject.Value {
+    static func jsonValue(_ value: BirdValue) -> JSONObject.Value {
         if case .alpha = value { return .number(value.text) }
         return .string(value.text)
     }

@@ -1,0 +1,139 @@
+import Bird
+import DBus
+import MQTT
+
+/// `watch --mqtt`: hands every report to the broker as messages (through
+/// `MQTTPublisher`, which never blocks the loop) and ends cleanly: "offline"
+/// published, what is queued sent, within a deadline.
+///
+/// Loop-confined, except the publisher's events, which it moves onto the loop.
+final class MQTTGateway: @unchecked Sendable {
+    private let options: GatewayOptions
+    private let messages: GatewayMessages
+    private let loop: EventLoop
+    private var publisher: MQTTPublisher?
+    private let events = ReportFormatter(json: true, color: false)
+    private var birds: [String: Bird] = [:]
+    private var closing = false
+
+    /// What the gateway remembers of a bird: its latest values (for the
+    /// state topic), whether it is online, whether its discovery went out.
+    private struct Bird {
+        var values: [BirdField: BirdValue] = [:]
+        var online = false
+        var discovered = false
+    }
+
+    /// At most this many birds remembered (strangers may come and go all day).
+    static let maximumBirds = 4096
+
+    /// How long an exit waits for the broker to take what is queued.
+    static let closeDeadline: Duration = .seconds(3)
+
+    /// Called on the loop when the gateway cannot go on (exit code 11).
+    var onFailure: (@Sendable (MQTTError) -> Void)?
+
+    init(_ options: GatewayOptions, loop: EventLoop) {
+        self.options = options
+        messages = GatewayMessages(prefix: options.prefix)
+        self.loop = loop
+    }
+
+    /// Connects in the background; readings queue until the broker answers.
+    func start() throws(MQTTError) {
+        let publisher = try MQTTPublisher(options.settings) { [weak self] event in self?.publisherEvent(event) }
+        self.publisher = publisher
+        publisher.publishSticky(messages.gatewayStatus(online: true))
+        if options.discovery { publisher.publishSticky(messages.gatewayDiscovery(version: Version.text)) }
+        publisher.start()
+    }
+
+    // MARK: Reports (on the loop)
+
+    func handle(_ report: BirdCentral.Report) {
+        guard let publisher, !closing else { return }
+        switch report {
+        case .reading(let peripheral, let value, _, _):
+            let address = peripheral.address
+            if birds[address] == nil && birds.count >= Self.maximumBirds { birds.removeAll(keepingCapacity: true) }
+            birds[address, default: Bird()].values[value.field] = value
+            publisher.publish(messages.value(address, value))
+            publisher.publish(messages.state(address, birds[address]?.values ?? [:], time: Timestamp.iso8601()))
+        case .badValue(let peripheral, let error):
+            publisher.publish(messages.event(peripheral.address, events.badValueLine(peripheral, error)))
+        case .connected(let peripheral):
+            publish(event: report, about: peripheral)
+            setOnline(peripheral, true)
+        case .disconnected(let peripheral):
+            setOnline(peripheral, false)
+            publish(event: report, about: peripheral)
+        case .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p), .paired(let p):
+            publish(event: report, about: p)
+        case .gaveUp, .waiting:
+            publish(event: report, about: nil)
+        }
+    }
+
+    private func publish(event report: BirdCentral.Report, about peripheral: BirdCentral.Peripheral?) {
+        guard let line = events.eventLine(report) else { return }
+        publisher?.publish(messages.event(peripheral?.address, line))
+    }
+
+    private func setOnline(_ peripheral: BirdCentral.Peripheral, _ online: Bool) {
+        let address = peripheral.address
+        if birds[address] == nil && birds.count >= Self.maximumBirds { birds.removeAll(keepingCapacity: true) }
+        var bird = birds[address, default: Bird()]
+        if online && options.discovery && !bird.discovered {
+            for config in messages.birdDiscovery(peripheral, version: Version.text) { publisher?.publishSticky(config) }
+            bird.discovered = true
+        }
+        bird.online = online
+        birds[address] = bird
+        publisher?.publishSticky(messages.birdStatus(address, online: online))
+    }
+
+    // MARK: Ending (on the loop)
+
+    /// Publishes "offline" for the gateway and every bird still online, waits
+    /// (at most `closeDeadline`) for the broker to take everything, then `done`.
+    func close(_ done: @escaping @Sendable () -> Void) {
+        guard let publisher, !closing else { return done() }
+        closing = true
+        let offline = [messages.gatewayStatus(online: false)]
+            + birds.filter(\.value.online).keys.sorted().map { messages.birdStatus($0, online: false) }
+        let finish = Once(done)
+        let deadline = loop.schedule(after: Self.closeDeadline) {
+            let left = publisher.undelivered
+            if left > 0 {
+                Diagnostics.error(
+                    "the MQTT broker did not take \(left) message(s) before the exit deadline; its will marks the gateway offline")
+            }
+            finish.run()
+        }
+        publisher.close(final: offline) { [loop] in
+            loop.execute {
+                loop.cancel(deadline)
+                finish.run()
+            }
+        }
+    }
+
+    // MARK: The publisher's events (its thread)
+
+    private func publisherEvent(_ event: MQTTEvent) {
+        let broker = options.brokerDescription
+        switch event {
+        case .connected(let backlog):
+            Diagnostics.say("connected to the MQTT broker at \(broker)" + (backlog > 0 ? "; sending \(backlog) queued message(s)" : ""))
+        case .lost(let reason, let queued):
+            Diagnostics.say("lost the MQTT broker at \(broker) (\(reason)); queuing (\(queued) waiting) and reconnecting")
+        case .dropped(let count):
+            Diagnostics.error("the MQTT buffer was full while the broker was away: dropped the \(count) oldest message(s)")
+            var object = events.event("dropped", nil)
+            object.add("messages", .integer(count))
+            publisher?.publish(messages.event(nil, object.rendered))
+        case .failed(let error):
+            loop.execute { [self] in onFailure?(error) }
+        }
+    }
+}

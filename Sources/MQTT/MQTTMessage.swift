@@ -1,0 +1,53 @@
+/// One PUBLISH: the topic, the payload's bytes, and whether the broker keeps
+/// it as the topic's current value for later subscribers.
+public struct MQTTMessage: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+
+    public init(_ topic: String, _ payload: String, retain: Bool) {
+        self.topic = topic
+        self.payload = Array(payload.utf8)
+        self.retain = retain
+    }
+}
+
+/// Where and how to connect. Credentials come from the caller (a file or the
+/// environment, never argv); TLS is on when `tls` is given.
+public struct MQTTSettings: Sendable {
+    public struct TLS: Sendable {
+        /// The CA certificate(s) the broker's certificate must chain to.
+        public var caFile: String
+        /// A client certificate and its key, for brokers that ask for one.
+        public var certificateFile: String?
+        public var keyFile: String?
+
+        public init(caFile: String, certificateFile: String? = nil, keyFile: String? = nil) {
+            self.caFile = caFile
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
+
+    public var host: String
+    public var port: Int
+    /// Unique per gateway: a broker disconnects the older of two clients
+    /// with the same id.
+    public var clientID: String
+    public var username: String?
+    public var password: String?
+    public var tls: TLS?
+    /// Published by the broker when the connection dies without a DISCONNECT.
+    public var will: MQTTMessage?
+    public var keepaliveSeconds = 30
+    /// Messages held while the broker is unreachable; beyond it the oldest go.
+    public var bufferCapacity = 50_000
+    /// Unacknowledged QoS 1 messages handed to libmosquitto at a time.
+    public var window = 64
+
+    public init(host: String, port: Int, clientID: String) {
+        self.host = host
+        self.port = port
+        self.clientID = clientID
+    }
+}

@@ -1,0 +1,281 @@
+import CMosquitto
+import Glibc
+import Synchronization
+
+/// Publishes QoS 1 messages to one broker through libmosquitto, on a thread
+/// of its own: `publish` only appends to a bounded queue under a lock, so the
+/// caller (the Bluetooth loop) never waits on the network. The thread
+/// connects, keeps the connection alive, reconnects with backoff (1 s growing
+/// to 30 s) and sends what waits, oldest first, at most `window` unacknowledged.
+///
+/// A failure that retrying would not cure ends it with `.failed`: the first
+/// connection impossible, a CONNACK refusal, a TLS handshake that fails.
+/// Later losses of the connection are waited out.
+public final class MQTTPublisher: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let settings: MQTTSettings
+    private let onEvent: @Sendable (MQTTEvent) -> Void
+    private let state: Mutex<State>
+    /// libmosquitto's latest error or warning (it explains TLS failures).
+    /// A lock of its own: libmosquitto may log while holding its own locks.
+    private let lastLoggedError = Mutex<String?>(nil)
+
+    private struct State {
+        var queue: OutgoingQueue
+        var connected = false
+        var everConnected = false
+        var closing = false
+        var started = false
+        var failure: MQTTError?
+        /// Called once the thread has ended after `close`.
+        var whenClosed: (@Sendable () -> Void)?
+    }
+
+    private static let libraryReady: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
+
+    /// Sets up the client; nothing touches the network until `start`.
+    public init(_ settings: MQTTSettings, onEvent: @escaping @Sendable (MQTTEvent) -> Void) throws(MQTTError) {
+        guard Self.libraryReady, let handle = mosquitto_new(settings.clientID, true, nil) else {
+            throw .invalidSettings("cannot initialise libmosquitto")
+        }
+        self.handle = handle
+        self.settings = settings
+        self.onEvent = onEvent
+        state = Mutex(State(queue: OutgoingQueue(capacity: settings.bufferCapacity, window: settings.window)))
+        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        try configure()
+    }
+
+    deinit { mosquitto_destroy(handle) }
+
+    private func configure() throws(MQTTError) {
+        // Other threads publish: libmosquitto then only queues packets there
+        // and wakes its loop, which does all the writing.
+        _ = mosquitto_threaded_set(handle, true)
+        _ = mosquitto_max_inflight_messages_set(handle, UInt32(settings.window))
+        _ = mosquitto_reconnect_delay_set(handle, 1, 30, true)
+        if let username = settings.username {
+            try check(mosquitto_username_pw_set(handle, username, settings.password), "username/password")
+        }
+        if let tls = settings.tls {
+            let rc = mosquitto_tls_set(handle, tls.caFile, nil, tls.certificateFile, tls.keyFile, nil)
+            if rc != MOSQ_ERR_SUCCESS.rawValue {
+                throw .invalidSettings(
+                    "cannot use the TLS files (CA \(tls.caFile)"
+                        + (tls.certificateFile.map { ", certificate \($0), key \(tls.keyFile ?? $0)" } ?? "")
+                        + "): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        if let will = settings.will {
+            try check(
+                mosquitto_will_set(handle, will.topic, Int32(will.payload.count), will.payload, 1, will.retain),
+                "the will")
+        }
+        mosquitto_connect_callback_set(handle) { _, context, code in
+            MQTTPublisher.from(context).connected(code)
+        }
+        mosquitto_disconnect_callback_set(handle) { _, context, code in
+            MQTTPublisher.from(context).disconnected(code)
+        }
+        mosquitto_publish_callback_set(handle) { _, context, _ in
+            MQTTPublisher.from(context).acknowledged()
+        }
+        mosquitto_log_callback_set(handle) { _, context, level, text in
+            guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0, let text else { return }
+            let line = String(cString: text)
+            MQTTPublisher.from(context).lastLoggedError.withLock { $0 = line }
+        }
+    }
+
+    private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            throw .invalidSettings("cannot set \(what): \(String(cString: mosquitto_strerror(rc)))")
+        }
+    }
+
+    private static func from(_ context: UnsafeMutableRawPointer?) -> MQTTPublisher {
+        Unmanaged<MQTTPublisher>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    // MARK: Any thread
+
+    /// Starts the thread: connects, then keeps publishing until `close`.
+    public func start() {
+        state.withLock { $0.started = true }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var handle = pthread_t()
+        let result = pthread_create(&handle, nil, { context in
+            let publisher = Unmanaged<MQTTPublisher>.fromOpaque(context!).takeRetainedValue()
+            publisher.run()
+            return nil
+        }, context)
+        precondition(result == 0, "pthread_create failed: \(result)")
+        pthread_detach(handle)
+    }
+
+    /// Queues a message; it goes out as soon as the connection and the
+    /// window allow. Returns false when it made the queue drop its oldest.
+    @discardableResult
+    public func publish(_ message: MQTTMessage) -> Bool {
+        state.withLock { state in
+            guard !state.closing, state.failure == nil else { return true }
+            let kept = !state.queue.append(message)
+            pump(&state)
+            return kept
+        }
+    }
+
+    /// Publishes `message` now and after every reconnect (the latest per
+    /// topic): what the broker must always hold, like availability.
+    public func publishSticky(_ message: MQTTMessage) {
+        state.withLock { state in
+            guard !state.closing, state.failure == nil else { return }
+            state.queue.setSticky(message)
+            if state.connected { send(message, &state) }
+        }
+    }
+
+    /// Sends `final` (e.g. "offline"), then disconnects once everything queued
+    /// is acknowledged, and calls `done` on the publisher's thread. A caller
+    /// that cannot wait long (the broker may be away) sets its own deadline.
+    public func close(final: [MQTTMessage], _ done: @escaping @Sendable () -> Void) {
+        let finishedAlready = state.withLock { state in
+            guard state.started, state.failure == nil, !state.closing else { return true }
+            for message in final {
+                state.queue.setSticky(message)
+                if state.connected { send(message, &state) }
+            }
+            state.closing = true
+            state.whenClosed = done
+            disconnectIfSettled(state)
+            return false
+        }
+        if finishedAlready { done() }
+    }
+
+    /// Messages waiting or unacknowledged (for the message at exit).
+    public var undelivered: Int {
+        state.withLock { $0.queue.count + $0.queue.inFlight }
+    }
+
+    // MARK: The publisher's thread
+
+    private func run() {
+        let rc = mosquitto_connect(handle, settings.host, Int32(settings.port), Int32(settings.keepaliveSeconds))
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            return fail(rc == MOSQ_ERR_TLS.rawValue ? .tls(loggedError(rc)) : .unreachable(describe(rc)))
+        }
+        while true {
+            let rc = mosquitto_loop_forever(handle, -1, 1)
+            let (closing, failure) = state.withLock { ($0.closing, $0.failure) }
+            if let failure { return fail(failure) }
+            if closing { break }
+            switch rc {
+            case MOSQ_ERR_TLS.rawValue: return fail(.tls(loggedError(rc)))
+            case MOSQ_ERR_AUTH.rawValue, MOSQ_ERR_ACL_DENIED.rawValue: return fail(.refused(describe(rc)))
+            default:
+                // Gave up on an error it counts as fatal (a failed DNS lookup):
+                // for a gateway that has been connected, another try later.
+                sleep(5)
+                _ = mosquitto_reconnect(handle)
+            }
+        }
+        let done = state.withLock { state in
+            defer { state.whenClosed = nil }
+            return state.whenClosed
+        }
+        done?()
+    }
+
+    private func fail(_ error: MQTTError) {
+        let done = state.withLock { state in
+            state.failure = error
+            defer { state.whenClosed = nil }
+            return state.whenClosed
+        }
+        onEvent(.failed(error))
+        done?()
+    }
+
+    private func connected(_ code: Int32) {
+        guard code == 0 else {
+            state.withLock { $0.failure = .refused(String(cString: mosquitto_connack_string(code))) }
+            mosquitto_disconnect(handle)
+            return
+        }
+        let backlog = state.withLock { state in
+            state.connected = true
+            state.everConnected = true
+            for message in state.queue.stickyMessages { send(message, &state) }
+            pump(&state)
+            disconnectIfSettled(state)
+            return state.queue.count
+        }
+        onEvent(.connected(backlog: backlog))
+        reportDropped()
+    }
+
+    private func disconnected(_ code: Int32) {
+        let (report, queued) = state.withLock { state in
+            state.connected = false
+            if !state.everConnected && !state.closing && state.failure == nil {
+                // Never got as far as CONNACK: not a broker we can use.
+                state.failure = .unreachable(lastLoggedError.withLock { $0 } ?? describe(code))
+                mosquitto_disconnect(handle)
+            }
+            return (!state.closing && state.failure == nil, state.queue.count + state.queue.inFlight)
+        }
+        if report { onEvent(.lost(reason: describe(code), queued: queued)) }
+    }
+
+    private func acknowledged() {
+        state.withLock { state in
+            state.queue.acknowledged()
+            pump(&state)
+            disconnectIfSettled(state)
+        }
+        reportDropped()
+    }
+
+    private func reportDropped() {
+        let dropped = state.withLock { $0.connected ? $0.queue.takeDropped() : 0 }
+        if dropped > 0 { onEvent(.dropped(dropped)) }
+    }
+
+    // MARK: With the lock held
+
+    private func pump(_ state: inout State) {
+        guard state.connected else { return }
+        while let message = state.queue.nextToSend() {
+            publishNow(message)
+        }
+    }
+
+    private func send(_ message: MQTTMessage, _ state: inout State) {
+        state.queue.sendingSticky()
+        publishNow(message)
+    }
+
+    private func publishNow(_ message: MQTTMessage) {
+        // Not connected after all (the socket just went): libmosquitto keeps a
+        // QoS 1 message it accepted and sends it after reconnecting.
+        _ = mosquitto_publish(
+            handle, nil, message.topic, Int32(message.payload.count), message.payload, 1, message.retain)
+    }
+
+    private func disconnectIfSettled(_ state: State) {
+        if state.closing && state.connected && state.queue.isSettled { mosquitto_disconnect(handle) }
+    }
+
+    // MARK: Errors as text
+
+    private func describe(_ rc: Int32) -> String {
+        if rc == MOSQ_ERR_ERRNO.rawValue { return String(cString: strerror(errno)) }
+        if rc == MOSQ_ERR_EAI.rawValue { return "cannot resolve \(settings.host)" }
+        return String(cString: mosquitto_strerror(rc))
+    }
+
+    private func loggedError(_ rc: Int32) -> String {
+        lastLoggedError.withLock { $0 } ?? describe(rc)
+    }
+}
