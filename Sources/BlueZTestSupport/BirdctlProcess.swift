@@ -46,10 +46,11 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// `closeAfterLines`: close our end of stdout after that many lines, as
     /// `| head -N` does (the reader thread closes it, so nothing else races it).
     /// `asUser`: run as this user and group (and no other group), through
-    /// setpriv; the tests run as root.
+    /// setpriv; the tests run as root. `executable`: another program read
+    /// the same way (a `mosquitto_sub`).
     public init(
         _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil,
-        asUser user: (name: String, group: String)? = nil
+        asUser user: (name: String, group: String)? = nil, executable: URL = BirdctlProcess.executable
     ) throws {
         stdinPipe = withStdin ? Pipe() : nil
         (lines, linesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
@@ -57,10 +58,10 @@ public final class BirdctlProcess: @unchecked Sendable {
         (exited, exitedContinuation) = AsyncStream.makeStream()
         if let user {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(user.name)", "--regid=\(user.group)", "--clear-groups", "--", Self.executable.path]
+            process.arguments = ["--reuid=\(user.name)", "--regid=\(user.group)", "--clear-groups", "--", executable.path]
                 + arguments
         } else {
-            process.executableURL = Self.executable
+            process.executableURL = executable
             process.arguments = arguments
         }
         var merged = ProcessInfo.processInfo.environment

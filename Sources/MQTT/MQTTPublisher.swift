@@ -23,6 +23,10 @@ public final class MQTTPublisher: @unchecked Sendable {
     private struct State {
         var queue: OutgoingQueue
         var connected = false
+        /// Reconnected with messages in flight: libmosquitto sends those
+        /// again right after the CONNACK callback, so nothing new may go
+        /// before the first PUBACK (else it would overtake them).
+        var awaitingResends = false
         var everConnected = false
         var closing = false
         var started = false
@@ -131,7 +135,7 @@ public final class MQTTPublisher: @unchecked Sendable {
         state.withLock { state in
             guard !state.closing, state.failure == nil else { return }
             state.queue.setSticky(message)
-            if state.connected { send(message, &state) }
+            if state.connected && !state.awaitingResends { send(message, &state) }
         }
     }
 
@@ -143,7 +147,7 @@ public final class MQTTPublisher: @unchecked Sendable {
             guard state.started, state.failure == nil, !state.closing else { return true }
             for message in final {
                 state.queue.setSticky(message)
-                if state.connected { send(message, &state) }
+                if state.connected && !state.awaitingResends { send(message, &state) }
             }
             state.closing = true
             state.whenClosed = done
@@ -206,9 +210,11 @@ public final class MQTTPublisher: @unchecked Sendable {
         let backlog = state.withLock { state in
             state.connected = true
             state.everConnected = true
-            for message in state.queue.stickyMessages { send(message, &state) }
-            pump(&state)
-            disconnectIfSettled(state)
+            if state.queue.inFlight > 0 {
+                state.awaitingResends = true
+            } else {
+                resume(&state)
+            }
             return state.queue.count
         }
         onEvent(.connected(backlog: backlog))
@@ -218,6 +224,7 @@ public final class MQTTPublisher: @unchecked Sendable {
     private func disconnected(_ code: Int32) {
         let (report, queued) = state.withLock { state in
             state.connected = false
+            state.awaitingResends = false
             if !state.everConnected && !state.closing && state.failure == nil {
                 // Never got as far as CONNACK: not a broker we can use.
                 state.failure = .unreachable(lastLoggedError.withLock { $0 } ?? describe(code))
@@ -231,8 +238,12 @@ public final class MQTTPublisher: @unchecked Sendable {
     private func acknowledged() {
         state.withLock { state in
             state.queue.acknowledged()
-            pump(&state)
-            disconnectIfSettled(state)
+            if state.awaitingResends {
+                resume(&state)
+            } else {
+                pump(&state)
+                disconnectIfSettled(state)
+            }
         }
         reportDropped()
     }
@@ -244,8 +255,16 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     // MARK: With the lock held
 
+    /// After (re)connecting: the sticky messages, then the queue.
+    private func resume(_ state: inout State) {
+        state.awaitingResends = false
+        for message in state.queue.stickyMessages { send(message, &state) }
+        pump(&state)
+        disconnectIfSettled(state)
+    }
+
     private func pump(_ state: inout State) {
-        guard state.connected else { return }
+        guard state.connected, !state.awaitingResends else { return }
         while let message = state.queue.nextToSend() {
             publishNow(message)
         }

@@ -99,8 +99,8 @@ final class MQTTGateway: @unchecked Sendable {
     func close(_ done: @escaping @Sendable () -> Void) {
         guard let publisher, !closing else { return done() }
         closing = true
-        let offline = [messages.gatewayStatus(online: false)]
-            + birds.filter(\.value.online).keys.sorted().map { messages.birdStatus($0, online: false) }
+        let offline = birds.filter(\.value.online).keys.sorted().map { messages.birdStatus($0, online: false) }
+            + [messages.gatewayStatus(online: false)]
         let finish = Once(done)
         let deadline = loop.schedule(after: Self.closeDeadline) {
             let left = publisher.undelivered

@@ -1,0 +1,230 @@
+import Foundation
+import Glibc
+
+/// A real MQTT broker (Debian's `mosquitto`) on a free loopback port, with a
+/// generated configuration in a directory of its own: persistence on, and
+/// optionally password authentication and TLS with a CA made for the test.
+public final class MosquittoBroker: @unchecked Sendable {
+    public struct TLSFiles: Sendable {
+        public let caCertificate: String
+        public let serverCertificate: String
+        public let serverKey: String
+        /// A CA that signed nothing here: a client trusting only it must fail.
+        public let otherCACertificate: String
+    }
+
+    public let port: Int
+    public let directory: URL
+    public let tls: TLSFiles?
+    private var process: Process?
+
+    /// `users`: name → password (anonymous clients refused when given).
+    public init(users: [String: String] = [:], tls: Bool = false) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        self.tls = tls ? try Self.makeCertificates(in: directory) : nil
+        var config = """
+            listener \(port) 127.0.0.1
+            persistence true
+            persistence_location \(directory.path)/
+            log_dest file \(directory.path)/mosquitto.log
+            user root
+
+            """
+        if users.isEmpty {
+            config += "allow_anonymous true\n"
+        } else {
+            let passwords = directory.appendingPathComponent("passwords").path
+            for (user, password) in users.sorted(by: { $0.key < $1.key }) {
+                try Self.run("/usr/bin/mosquitto_passwd", ["-b", passwords, user, password], creating: passwords)
+            }
+            config += "allow_anonymous false\npassword_file \(passwords)\n"
+        }
+        if let files = self.tls {
+            config += "cafile \(files.caCertificate)\ncertfile \(files.serverCertificate)\nkeyfile \(files.serverKey)\n"
+        }
+        try config.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// `mqtt://127.0.0.1:PORT` (`mqtts://` with TLS), then `/prefix` if given.
+    public func url(prefix: String? = nil) -> String {
+        "\(tls == nil ? "mqtt" : "mqtts")://127.0.0.1:\(port)" + (prefix.map { "/" + $0 } ?? "")
+    }
+
+    /// Starts the broker (again, on the same port, with what it persisted)
+    /// and returns once it accepts connections.
+    public func start() throws {
+        let process = Process()
+        // SIGTERM unblocked: `stop` is a clean shutdown that saves the persistence file.
+        (process.executableURL, process.arguments) = Self.withSignals(
+            "/usr/sbin/mosquitto", ["-c", directory.appendingPathComponent("mosquitto.conf").path])
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !Self.accepts(port) {
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                throw TestSetupError("mosquitto did not start:\n\(log)")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// A clean shutdown (SIGTERM: it saves its persistence file), waited for.
+    public func stop() {
+        guard let process else { return }
+        Glibc.kill(process.processIdentifier, SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        self.process = nil
+    }
+
+    /// SIGSTOP: a hung broker that still holds its connections.
+    public func signal(_ signal: Int32) {
+        if let process { Glibc.kill(process.processIdentifier, signal) }
+    }
+
+    public func kill() {
+        guard let process else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        self.process = nil
+    }
+
+    public var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// `mosquitto_sub` on `topics` (QoS 1, `-v`: "topic payload" lines). With
+    /// a `sessionID` its session persists (clean session off) across broker
+    /// restarts, and it reconnects by itself. Returns once it is subscribed.
+    public func subscribe(
+        _ topics: [String], sessionID: String? = nil, environment: [String: String] = [:], extra: [String] = []
+    ) async throws -> BirdctlProcess {
+        let marker = "birdctl-test/ready/\(UUID().uuidString)"
+        // -W: gone after two minutes even if a failed test never stops it.
+        var arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-v", "-W", "120", "-t", marker]
+        for topic in topics { arguments += ["-t", topic] }
+        if let sessionID { arguments += ["-c", "-i", sessionID] }
+        arguments += extra
+        // A retained marker arrives as soon as the SUBSCRIBE is in place.
+        try publish(marker, "ready", retain: true, extra: extra)
+        let (executable, wrapped) = Self.withSignals("/usr/bin/mosquitto_sub", arguments)
+        let subscriber = try BirdctlProcess(wrapped, environment: environment, executable: executable)
+        guard let line = try await subscriber.nextLine(within: .seconds(10)), line.hasPrefix(marker) else {
+            throw TestSetupError("mosquitto_sub did not subscribe:\n\(subscriber.stderr)")
+        }
+        return subscriber
+    }
+
+    /// One message through `mosquitto_pub`.
+    public func publish(_ topic: String, _ payload: String, retain: Bool = false, extra: [String] = []) throws {
+        var arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload]
+        if retain { arguments.append("-r") }
+        try Self.run("/usr/bin/mosquitto_pub", arguments + extra)
+    }
+
+    /// The retained messages under `topic` (a filter), as topic → payload.
+    public func retained(_ topic: String, extra: [String] = []) throws -> [String: String] {
+        let output = try Self.run(
+            "/usr/bin/mosquitto_sub",
+            ["-h", "127.0.0.1", "-p", String(port), "-t", topic, "-v", "--retained-only", "-W", "1"] + extra,
+            allowFailure: true)
+        var messages: [String: String] = [:]
+        for line in output.split(separator: "\n") {
+            guard let space = line.firstIndex(of: " ") else { continue }
+            messages[String(line[..<space])] = String(line[line.index(after: space)...])
+        }
+        return messages
+    }
+
+    // MARK: Set-up
+
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw TestSetupError("no free port: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// A CA, a server certificate it signs for 127.0.0.1, and another CA.
+    private static func makeCertificates(in directory: URL) throws -> TLSFiles {
+        let d = directory.path
+        let key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+        let script = """
+            set -e
+            cd '\(d)'
+            openssl req -x509 \(key) -keyout ca.key -out ca.crt -days 2 -subj /CN=birdctl-test-ca 2>/dev/null
+            openssl req -x509 \(key) -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=someone-else 2>/dev/null
+            openssl req \(key) -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext
+            openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \\
+                -extfile san.ext 2>/dev/null
+            """
+        try run("/bin/sh", ["-c", script])
+        return TLSFiles(
+            caCertificate: "\(d)/ca.crt", serverCertificate: "\(d)/server.crt", serverKey: "\(d)/server.key",
+            otherCACertificate: "\(d)/other-ca.crt")
+    }
+
+    /// `executable` run with no signal blocked. The test process blocks
+    /// SIGTERM (birdctl's loop takes it through a signalfd) and children
+    /// inherit the mask; mosquitto needs SIGTERM, mosquitto_sub -W SIGALRM.
+    static func withSignals(_ executable: String, _ arguments: [String]) -> (URL, [String]) {
+        let unblock = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
+        return (URL(fileURLWithPath: "/usr/bin/python3"), ["-c", unblock, executable] + arguments)
+    }
+
+    /// Runs a helper to completion; its stdout.
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String], creating file: String? = nil, allowFailure: Bool = false) throws -> String {
+        var arguments = arguments
+        // mosquitto_passwd -c makes the file; later users are added without it.
+        if let file, !FileManager.default.fileExists(atPath: file) { arguments.insert("-c", at: 0) }
+        let process = Process()
+        (process.executableURL, process.arguments) = withSignals(executable, arguments)
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        // Not waitUntilExit: it hangs off the main thread (PrivateBus.stop).
+        while process.isRunning { usleep(5_000) }
+        if process.terminationStatus != 0 && !allowFailure {
+            throw TestSetupError("\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

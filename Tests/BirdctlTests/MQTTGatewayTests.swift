@@ -1,0 +1,277 @@
+import BlueZTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// `watch --mqtt` against a real broker (Debian's mosquitto) on a loopback
+/// port, checked with `mosquitto_sub`.
+@Suite("birdctl watch --mqtt")
+struct MQTTGatewayTests {
+    @Test func publishesReadingsStateEventsAvailabilityAndDiscovery() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        let subscriber = try await broker.subscribe(["gw/#", "homeassistant/#"])
+        let watch = try fake.launch("watch", "--quiet", "--count", "4", "--mqtt", broker.url(prefix: "gw"))
+        try await waitForNotifying(fake, allFields)
+        try await fake.push("10")
+        let finished = try await watch.finish()
+        #expect(finished.status == 0, "\(finished.stderr)")
+        #expect(finished.stdout.isEmpty, "--quiet printed \(finished.stdout)")
+
+        let seen = try await subscriber.messages(until: { $0.topic == "gw/status" && $0.payload == "offline" })
+        let topics = seen.map(\.topic)
+        #expect(seen.first { $0.topic == "gw/status" }?.payload == "online")
+        #expect(seen.filter { $0.topic == "gw/\(bird)/alpha" }.map(\.payload) == ["0.8", "0.1"])
+        #expect(seen.first { $0.topic == "gw/\(bird)/name" }?.payload == "Robin")
+        #expect(seen.first { $0.topic == "gw/\(bird)/color" }?.payload == "#FF8800")
+        // Events as --json has them, on the bird's event topic.
+        let events = try seen.filter { $0.topic == "gw/\(bird)/event" }.map { try parseJSON($0.payload)["event"] as? String }
+        #expect(events.starts(with: ["found", "connected"]), "\(events)")
+        // The bird came online before its readings and went offline at the end.
+        let online = try #require(topics.firstIndex(of: "gw/\(bird)/status"))
+        #expect(seen[online].payload == "online" && online < topics.firstIndex(of: "gw/\(bird)/alpha")!)
+        #expect(seen.last { $0.topic == "gw/\(bird)/status" }?.payload == "offline")
+
+        // What the broker keeps for a subscriber that comes later.
+        let retained = try broker.retained("#")
+        #expect(retained["gw/status"] == "offline")
+        #expect(retained["gw/\(bird)/alpha"] == "0.1")
+        #expect(retained["gw/\(bird)/status"] == "offline")
+        let state = try parseJSON(try #require(retained["gw/\(bird)"]))
+        #expect(state["address"] as? String == bird && state["name"] as? String == "Robin")
+        #expect(state["color"] as? String == "#FF8800" && state["alpha"] as? Double == 0.1)
+
+        // Home Assistant discovery: the gateway, and one sensor per field on the bird's device.
+        let gatewayConfig = try parseJSON(try #require(retained["homeassistant/binary_sensor/birdctl_gw/config"]))
+        #expect(gatewayConfig["state_topic"] as? String == "gw/status")
+        for field in ["name", "color", "alpha"] {
+            let topic = "homeassistant/sensor/birdctl_gw_F00DB17D0001_\(field)/config"
+            let config = try parseJSON(try #require(retained[topic], "no \(topic)"))
+            #expect(config["unique_id"] as? String == "birdctl_gw_F00DB17D0001_\(field)")
+            #expect(config["state_topic"] as? String == "gw/\(bird)/\(field)")
+            let device = try #require(config["device"] as? [String: Any])
+            #expect(device["identifiers"] as? [String] == ["birdctl_F00DB17D0001"])
+            #expect(device["via_device"] as? String == "birdctl_gw")
+            #expect(device["name"] as? String == "Robin")
+            let availability = try #require(config["availability"] as? [[String: Any]])
+            #expect(availability.compactMap { $0["topic"] as? String } == ["gw/status", "gw/\(bird)/status"])
+        }
+    }
+
+    @Test func aBrokerRestartMidStreamLosesNoReading() async throws {
+        // QoS 1 both ways and a persistent subscriber session: every reading
+        // arrives, in order; a message in flight when the broker went may come
+        // twice (QoS 1 is at least once), so at most the window's 64 repeat.
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        let topic = "gw/\(bird)/name"
+        let subscriber = try await broker.subscribe([topic], sessionID: "restart-test")
+        let watch = try fake.launch("watch", "name", "--quiet", "--mqtt", broker.url(prefix: "gw"), "--no-discovery")
+        try await waitForNotifying(fake, [FakeBlueZ.nameUUID])
+        #expect(await watch.stderr(contains: "connected to the MQTT broker"))
+        // The first read's value is through before the stream starts (a
+        // notification overtaking the read's answer would supersede it).
+        _ = try await subscriber.messages(until: { $0.payload == "Robin" })
+        for i in 0..<600 {
+            if i == 200 { broker.stop() }
+            if i == 400 { try broker.start() }
+            try await fake.push("n\(i)", to: FakeBlueZ.nameUUID)
+        }
+        let seen = try await subscriber.messages(within: .seconds(60), until: { $0.payload == "n599" })
+        var firstSeen: [String] = []
+        for message in seen where !firstSeen.contains(message.payload) { firstSeen.append(message.payload) }
+        #expect(firstSeen == (0..<600).map { "n\($0)" })
+        #expect(seen.count - firstSeen.count <= 64, "\(seen.count - firstSeen.count) repeated")
+        #expect(watch.stderr.contains("lost the MQTT broker"), "\(watch.stderr)")
+        watch.signal(SIGTERM)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func aHungBrokerNeverStallsBluetoothAndAnExitDoesNotWaitForIt() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        let watch = try fake.launch("watch", "alpha", "--json", "--mqtt", broker.url(prefix: "gw"))
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake)
+        #expect(await watch.stderr(contains: "connected to the MQTT broker"))
+        broker.signal(SIGSTOP)
+        defer { broker.signal(SIGCONT) }
+        try await fake.call("Burst", .string(bird), .string(alphaUUID), .uint32(2000), .uint32(101))
+        var readings = 0
+        while readings < 2000, let line = try await watch.nextLine(within: .seconds(10)) {
+            if line.contains("\"reading\"") { readings += 1 }
+        }
+        #expect(readings == 2000)
+        let start = ContinuousClock.now
+        watch.signal(SIGTERM)
+        let status = try await watch.waitForExit(within: .seconds(10))
+        #expect(status == 0)
+        #expect(ContinuousClock.now - start < .seconds(8))
+        #expect(watch.stderr.contains("did not take"), "\(watch.stderr)")
+    }
+
+    @Test func aFullBufferDropsTheOldestAndSaysHowMany() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        let subscriber = try await broker.subscribe(["gw/#"], sessionID: "overflow-test")
+        let watch = try fake.launch(
+            "watch", "alpha", "--quiet", "--mqtt", broker.url(prefix: "gw"), "--mqtt-buffer", "50", "--no-discovery")
+        try await waitForNotifying(fake)
+        #expect(await watch.stderr(contains: "connected to the MQTT broker"))
+        broker.stop()
+        #expect(await watch.stderr(contains: "lost the MQTT broker"))
+        // 100 readings, each a value and a state: 200 messages for 50 places.
+        for i in 0..<100 { try await fake.push(String(i)) }
+        try broker.start()
+        let seen = try await subscriber.messages(within: .seconds(40), until: { $0.topic == "gw/event" })
+        let dropped = try #require(seen.first { $0.topic == "gw/event" }, "no dropped event in \(seen.map(\.topic))")
+        let event = try parseJSON(dropped.payload)
+        #expect(event["event"] as? String == "dropped")
+        let count = try #require(event["messages"] as? Int)
+        #expect(count >= 150, "dropped \(count)")
+        #expect(watch.stderr.contains("dropped the \(count) oldest"), "\(watch.stderr)")
+        // What was kept is the newest, in order: the readings after the
+        // initial read (and its retained copy) run up to 99 without a gap.
+        let values = seen.filter { $0.topic == "gw/\(bird)/alpha" }.compactMap { Int((Double($0.payload)! * 100).rounded()) }
+        let kept = values.drop { $0 == 80 }
+        #expect(kept.last == 99 && kept.elementsEqual((kept.first ?? 0)...99), "\(values)")
+        #expect((20...25).contains(kept.count), "\(kept.count) readings kept of 100 with a 50-message buffer")
+        watch.signal(SIGTERM)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func threeGatewaysHearingOneBirdEachOwnTheirEntities() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        let subscriber = try await broker.subscribe(["+/\(bird)/alpha"])
+        let gateways = try ["kitchen", "hall", "attic"].map {
+            try fake.launch("watch", "alpha", "--json", "--mqtt", broker.url(prefix: $0))
+        }
+        // Each reads after subscribing: its first reading means it is notified.
+        for gateway in gateways { _ = try await gateway.line(containing: "\"reading\"") }
+        for gateway in gateways { #expect(await gateway.stderr(contains: "connected to the MQTT broker")) }
+        try await fake.push("42")
+        let seen = try await subscriber.messages(until: { messages in
+            Set(messages.filter { $0.payload == "0.42" }.map(\.topic)).count == 3
+        })
+        #expect(Set(seen.filter { $0.payload == "0.42" }.map(\.topic)) == Set(["kitchen", "hall", "attic"].map { "\($0)/\(bird)/alpha" }))
+        for gateway in gateways { gateway.signal(SIGTERM) }
+        for gateway in gateways { #expect(try await gateway.waitForExit() == 0) }
+        let retained = try broker.retained("homeassistant/#")
+        for name in ["kitchen", "hall", "attic"] {
+            let config = try parseJSON(try #require(retained["homeassistant/sensor/birdctl_\(name)_F00DB17D0001_alpha/config"]))
+            #expect(config["state_topic"] as? String == "\(name)/\(bird)/alpha")
+            #expect((config["device"] as? [String: Any])?["identifiers"] as? [String] == ["birdctl_F00DB17D0001"])
+        }
+        let statuses = try broker.retained("+/status")
+        #expect(statuses == ["kitchen/status": "offline", "hall/status": "offline", "attic/status": "offline"])
+    }
+
+    @Test func tlsWithAPasswordFromAFile() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker(users: ["gateway": "s3cret:with:colons"], tls: true)
+        let tls = try #require(broker.tls)
+        let credentials = broker.directory.appendingPathComponent("credentials").path
+        try "gateway:s3cret:with:colons\n".write(toFile: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials, 0o600)
+        let finished = try await fake.birdctl(
+            "watch", "alpha", "--count", "1", "--quiet", "--mqtt", broker.url(prefix: "secure"),
+            "--mqtt-ca", tls.caCertificate, "--mqtt-credentials", credentials)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        #expect(!finished.stderr.contains("warning"), "\(finished.stderr)")
+        let retained = try broker.retained(
+            "secure/#", extra: ["--cafile", tls.caCertificate, "-u", "gateway", "-P", "s3cret:with:colons"])
+        #expect(retained["secure/\(bird)/alpha"] == "0.8")
+        #expect(retained["secure/status"] == "offline")
+    }
+
+    @Test func aWrongPasswordFromTheEnvironmentExitsElevenAtOnce() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker(users: ["gateway": "right"])
+        let watch = try BirdctlProcess(
+            ["watch", "--mqtt", broker.url()],
+            environment: fake.environment.merging(["BIRDCTL_MQTT_USERNAME": "gateway", "BIRDCTL_MQTT_PASSWORD": "wrong"]) { $1 })
+        let start = ContinuousClock.now
+        let finished = try await watch.finish(within: .seconds(15))
+        #expect(finished.status == 11)
+        #expect(ContinuousClock.now - start < .seconds(8))
+        #expect(finished.stderr.contains("the MQTT broker refused the connection"), "\(finished.stderr)")
+        #expect(!finished.stderr.contains("wrong"), "the password reached stderr")
+    }
+
+    @Test func anUntrustedCertificateExitsEleven() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker(tls: true)
+        let finished = try await fake.birdctl(
+            "watch", "--mqtt", broker.url(), "--mqtt-ca", try #require(broker.tls).otherCACertificate, timeout: .seconds(15))
+        #expect(finished.status == 11)
+        #expect(finished.stderr.contains("TLS with the MQTT broker failed"), "\(finished.stderr)")
+        #expect(finished.stderr.contains("certificate verify failed"), "\(finished.stderr)")
+    }
+
+    @Test func noBrokerAtStartExitsEleven() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        broker.stop()
+        let finished = try await fake.birdctl("watch", "--mqtt", broker.url(), timeout: .seconds(15))
+        #expect(finished.status == 11)
+        #expect(finished.stderr.contains("cannot reach the MQTT broker: Connection refused"), "\(finished.stderr)")
+    }
+
+    @Test(arguments: [
+        (["--mqtt", "mqtt://user:pass@localhost"], "no credentials in the URL"),
+        (["--mqtt", "http://localhost"], "--mqtt expects"),
+        (["--mqtt", "mqtt://localhost/a/#"], "wildcard"),
+        (["--mqtt", "mqtts://localhost"], "needs --mqtt-ca"),
+        (["--mqtt-ca", "/etc/hostname"], "goes with --mqtt"),
+        (["--quiet"], "--quiet goes with --mqtt"),
+        (["--mqtt", "mqtt://localhost", "--mqtt-credentials", "/nonexistent"], "cannot read /nonexistent"),
+    ])
+    func badGatewayOptionsAreUsageErrors(_ arguments: [String], _ message: String) async throws {
+        let finished = try await BirdctlProcess.run(["watch"] + arguments, environment: [:])
+        #expect(finished.status == 2)
+        #expect(finished.stderr.contains(message), "\(finished.stderr)")
+    }
+}
+
+/// One message as `mosquitto_sub -v` prints it.
+struct ReceivedMessage {
+    var topic: String
+    var payload: String
+}
+
+extension BirdctlProcess {
+    /// The subscriber's messages until `done` holds for them (or the time is up).
+    func messages(
+        within timeout: Duration = .seconds(20), until done: ([ReceivedMessage]) -> Bool
+    ) async throws -> [ReceivedMessage] {
+        var seen: [ReceivedMessage] = []
+        let deadline = ContinuousClock.now + timeout
+        while !done(seen) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, let line = try await nextLine(within: left) else {
+                throw TestSetupError("the subscriber's messages ended: \(seen.suffix(10).map { "\($0.topic) \($0.payload)" })")
+            }
+            // The retained readiness marker comes again after a reconnect.
+            guard let space = line.firstIndex(of: " "), !line.hasPrefix("birdctl-test/ready/") else { continue }
+            seen.append(ReceivedMessage(topic: String(line[..<space]), payload: String(line[line.index(after: space)...])))
+        }
+        return seen
+    }
+
+    /// Until one message satisfies `done`.
+    func messages(
+        within timeout: Duration = .seconds(20), until done: @escaping (ReceivedMessage) -> Bool
+    ) async throws -> [ReceivedMessage] {
+        try await messages(within: timeout) { (seen: [ReceivedMessage]) in seen.last.map(done) ?? false }
+    }
+}
