@@ -42,8 +42,9 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         // The command line's parsing, escaping and formatting, without a bus.
-        .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus"]),
+        .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus", "MQTT"]),
         // Runs the built birdctl against the fake BlueZ.
         .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BlueZTestSupport", "BlueZ", "DBus"]),
     ],

@@ -1,0 +1,52 @@
+import Bird
+import DBus
+import MQTT
+import Testing
+
+@testable import BirdctlCLI
+
+@Suite("MQTT gateway options and messages")
+struct GatewayOptionsTests {
+    @Test(arguments: [
+        ("mqtt://broker", GatewayOptions.Target(secure: false, host: "broker", port: 1883, prefix: nil)),
+        ("mqtts://broker.lan:9883/home/birds", GatewayOptions.Target(secure: true, host: "broker.lan", port: 9883, prefix: "home/birds")),
+        ("mqtt://[::1]:1884/x", GatewayOptions.Target(secure: false, host: "::1", port: 1884, prefix: "x")),
+        ("mqtt://10.0.0.2/", nil),
+        ("mqtt://h:0", nil),
+        ("mqtt://h:99999", nil),
+        ("mqtt://:1883", nil),
+        ("mqtt://h/a//b", nil),
+        ("mqtt://h/a/+/b", nil),
+        ("tcp://h", nil),
+        ("mqtt://u:p@h", nil),
+    ])
+    func urls(_ url: String, _ expected: GatewayOptions.Target?) {
+        let parsed = try? GatewayOptions.parse(url)
+        #expect(parsed == expected, "\(url)")
+    }
+
+    @Test func credentialsFromTheEnvironmentNeedAUsername() throws {
+        let (user, password) = try GatewayOptions.credentials(nil, ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"])
+        #expect(user == "u" && password == "p")
+        #expect(throws: UsageError.self) { try GatewayOptions.credentials(nil, ["BIRDCTL_MQTT_PASSWORD": "p"]) }
+        let (none, nothing) = try GatewayOptions.credentials(nil, [:])
+        #expect(none == nil && nothing == nil)
+    }
+
+    @Test func aPeersNameIsEscapedInTheValueAndQuotedInTheState() throws {
+        let messages = GatewayMessages(prefix: "birdctl/host")
+        let name = BirdValue.name("Ev\u{1B}]0;pwned\u{07}il")
+        let value = messages.value("F0:0D:B1:7D:00:01", name)
+        #expect(value.topic == "birdctl/host/F0:0D:B1:7D:00:01/name")
+        #expect(String(decoding: value.payload, as: UTF8.self) == "Ev\\x1b]0;pwned\\x07il")
+        let state = messages.state("F0:0D:B1:7D:00:01", [.name: name, .alpha: .alpha(percent: 5)], time: "T")
+        #expect(String(decoding: state.payload, as: UTF8.self)
+            == #"{"time":"T","address":"F0:0D:B1:7D:00:01","name":"Ev\u001b]0;pwned\u0007il","alpha":0.05}"#)
+        #expect(state.retain && value.retain)
+    }
+
+    @Test func theGatewayIdComesFromThePrefix() {
+        #expect(GatewayMessages(prefix: "birdctl/kitchen-1").gatewayID == "birdctl_kitchen-1")
+        #expect(GatewayMessages(prefix: "home/bird.s").gatewayID == "home_bird_s")
+    }
+}

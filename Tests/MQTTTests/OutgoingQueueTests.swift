@@ -1,0 +1,69 @@
+import Testing
+
+@testable import MQTT
+
+@Suite("The MQTT outgoing queue")
+struct OutgoingQueueTests {
+    static func message(_ i: Int) -> MQTTMessage { MQTTMessage("t", String(i), retain: false) }
+
+    @Test func keepsOrderAndHandsOverAWindowAtATime() {
+        var queue = OutgoingQueue(capacity: 100, window: 3)
+        for i in 0..<10 { queue.append(Self.message(i)) }
+        var sent: [MQTTMessage] = []
+        while let next = queue.nextToSend() { sent.append(next) }
+        #expect(sent == (0..<3).map(Self.message) && queue.inFlight == 3 && queue.count == 7)
+        queue.acknowledged()
+        let fourth = queue.nextToSend()
+        #expect(fourth == Self.message(3))
+        sent.append(Self.message(3))
+        #expect(queue.nextToSend() == nil)
+        for _ in 0..<3 { queue.acknowledged() }
+        while let next = queue.nextToSend() { sent.append(next) }
+        #expect(sent.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<7).map(String.init))
+    }
+
+    @Test func whenFullTheOldestGoAndAreCounted() {
+        var queue = OutgoingQueue(capacity: 5, window: 100)
+        var drops = 0
+        for i in 0..<12 where queue.append(Self.message(i)) { drops += 1 }
+        #expect(drops == 7 && queue.count == 5)
+        #expect(queue.takeDropped() == 7 && queue.takeDropped() == 0)
+        var kept: [MQTTMessage] = []
+        while let next = queue.nextToSend() { kept.append(next) }
+        #expect(kept == (7..<12).map(Self.message))
+    }
+
+    @Test func growsAndWrapsWithoutLosingOrder() {
+        // Appends and sends interleaved so the ring wraps while it grows.
+        var queue = OutgoingQueue(capacity: 1000, window: 1)
+        var expected = 0
+        var next = 0
+        for round in 0..<200 {
+            for _ in 0..<(round % 7 + 1) {
+                queue.append(Self.message(next))
+                next += 1
+            }
+            if let sent = queue.nextToSend() {
+                #expect(sent == Self.message(expected))
+                expected += 1
+                queue.acknowledged()
+            }
+        }
+        while let sent = queue.nextToSend() {
+            #expect(sent == Self.message(expected))
+            expected += 1
+            queue.acknowledged()
+        }
+        #expect(expected == next && queue.isSettled)
+    }
+
+    @Test func stickyMessagesKeepTheLatestPerTopicInFirstSeenOrder() {
+        var queue = OutgoingQueue(capacity: 10, window: 10)
+        queue.setSticky(MQTTMessage("a/status", "online", retain: true))
+        queue.setSticky(MQTTMessage("b/status", "online", retain: true))
+        queue.setSticky(MQTTMessage("a/status", "offline", retain: true))
+        #expect(queue.stickyMessages == [
+            MQTTMessage("a/status", "offline", retain: true), MQTTMessage("b/status", "online", retain: true),
+        ])
+    }
+}
