@@ -9,7 +9,8 @@
 #                      (PREFIX=/usr/local, DESTDIR=); make uninstall removes exactly those
 #   make deb           a Debian package in .build/deb/ (runs without Swift)
 #   make deps          installs the Debian packages the build and tests need (as root)
-#   make bench         birdctl beside a C floor, bleak and simplepyble (see README)
+#   make bench         birdctl beside a C floor, bleak and simplepyble, and its MQTT
+#                      gateway beside watch --json | mosquitto_pub (see README)
 #   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
 #
 # The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,

@@ -23,6 +23,7 @@ import dbus
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from private_bluez import PrivateBlueZ  # noqa: E402
+import mqtt_bench  # noqa: E402
 
 ADDRESS = 'F0:0D:B1:7D:00:01'
 ALPHA = 'b7ac06dc-09ff-40ed-b03a-55d09b080003'
@@ -273,6 +274,8 @@ def main():
             say(f'{tool.name}: memory after 10,000 and {memory_large:,} notifications')
             memory[tool.name] = job_memory(tool, bluez, 10_000, memory_large)[0]
 
+    mqtt_lines, mqtt_ratio = mqtt_bench.run(birdctl, PrivateBlueZ, add_bird, quick, say)
+
     floor = results[everyone[1].name]
 
     def ok(samples, key):
@@ -340,6 +343,10 @@ def main():
         growth = (m['large'] - m['small']) / 1024
         lines.append(f'- flat memory (within 1 MiB from 10,000 to {memory_large:,} notifications): '
                      f'{growth:+.2f} MiB — {"met" if abs(growth) <= 1 else "MISSED"}')
+
+    lines += mqtt_lines
+    if mqtt_ratio is not None:
+        lines += ['', f'RATIO mqtt-cpu birdctl/pipeline {mqtt_ratio:.2f}']
 
     table = '\n'.join(lines) + '\n'
     print(table)

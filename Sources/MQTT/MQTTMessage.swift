@@ -4,11 +4,16 @@ public struct MQTTMessage: Sendable, Equatable {
     public var topic: String
     public var payload: [UInt8]
     public var retain: Bool
+    /// The topic's whole current state (a bird's JSON): while one waits to be
+    /// sent, a newer one replaces it instead of queuing behind it. Readings
+    /// are not snapshots: every one is sent.
+    public var isSnapshot: Bool
 
-    public init(_ topic: String, _ payload: String, retain: Bool) {
+    public init(_ topic: String, _ payload: String, retain: Bool, snapshot: Bool = false) {
         self.topic = topic
         self.payload = Array(payload.utf8)
         self.retain = retain
+        isSnapshot = snapshot
     }
 }
 

@@ -15,10 +15,14 @@ struct OutgoingQueue {
     private(set) var sticky: [String: MQTTMessage] = [:]
     private(set) var stickyOrder: [String] = []
 
-    // A ring: `storage[head]` is the oldest of `count` messages.
+    // A ring: `storage[head]` is the oldest of `count` messages; the oldest
+    // is message number `sent + dropped so far` of all ever appended.
     private var storage: [MQTTMessage?]
     private var head = 0
     private(set) var count = 0
+    private var headNumber = 0
+    /// Snapshot topics with a message still waiting: topic → its number.
+    private var waitingSnapshots: [String: Int] = [:]
 
     init(capacity: Int, window: Int) {
         precondition(capacity > 0 && window > 0)
@@ -35,9 +39,17 @@ struct OutgoingQueue {
     /// Returns true when this append dropped one.
     @discardableResult
     mutating func append(_ message: MQTTMessage) -> Bool {
+        if message.isSnapshot, let number = waitingSnapshots[message.topic] {
+            // Still waiting: the newer snapshot takes its place.
+            storage[(head + number - headNumber) % storage.count] = message
+            return false
+        }
+        if message.isSnapshot { waitingSnapshots[message.topic] = headNumber + count }
         if count == capacity {
+            forgetSnapshot(storage[head])
             storage[head] = message
             head = (head + 1) % capacity
+            headNumber += 1
             dropped += 1
             return true
         }
@@ -61,11 +73,19 @@ struct OutgoingQueue {
     mutating func nextToSend() -> MQTTMessage? {
         guard count > 0, inFlight < window else { return nil }
         let message = storage[head]
+        forgetSnapshot(message)
         storage[head] = nil
         head = (head + 1) % storage.count
+        headNumber += 1
         count -= 1
         inFlight += 1
         return message
+    }
+
+    private mutating func forgetSnapshot(_ message: MQTTMessage?) {
+        if let message, message.isSnapshot, waitingSnapshots[message.topic] == headNumber {
+            waitingSnapshots[message.topic] = nil
+        }
     }
 
     /// A sticky message is handed over outside the FIFO; it is in flight too.

@@ -57,6 +57,33 @@ struct OutgoingQueueTests {
         #expect(expected == next && queue.isSettled)
     }
 
+    @Test func aWaitingSnapshotIsReplacedByANewerOneInItsPlace() {
+        var queue = OutgoingQueue(capacity: 4, window: 1)
+        let state = { (i: Int) in MQTTMessage("bird", "state \(i)", retain: true, snapshot: true) }
+        queue.append(Self.message(0))
+        queue.append(state(0))
+        queue.append(Self.message(1))
+        queue.append(state(1))  // replaces state 0, which has not been handed over
+        #expect(queue.count == 3)
+        #expect(queue.nextToSend() == Self.message(0))
+        queue.acknowledged()
+        #expect(queue.nextToSend() == state(1))
+        queue.acknowledged()
+        queue.append(state(2))  // state 1 is gone: this one queues
+        queue.append(Self.message(2))
+        queue.append(Self.message(3))
+        queue.append(Self.message(4))  // full: message 1 is dropped
+        #expect(queue.takeDropped() == 1)
+        queue.append(Self.message(5))  // full: state 2 is dropped ...
+        queue.append(state(3))  // ... so this one queues instead of replacing it
+        var rest: [MQTTMessage] = []
+        while let next = queue.nextToSend() {
+            rest.append(next)
+            queue.acknowledged()
+        }
+        #expect(rest == [Self.message(3), Self.message(4), Self.message(5), state(3)])
+    }
+
     @Test func stickyMessagesKeepTheLatestPerTopicInFirstSeenOrder() {
         var queue = OutgoingQueue(capacity: 10, window: 10)
         queue.setSticky(MQTTMessage("a/status", "online", retain: true))

@@ -27,7 +27,7 @@ final class MQTTGateway: @unchecked Sendable {
     /// At most this many birds remembered (strangers may come and go all day).
     static let maximumBirds = 4096
 
-    /// How long an exit waits for the broker to take what is queued.
+    /// How long an exit waits for the broker to take more of what is queued.
     static let closeDeadline: Duration = .seconds(3)
 
     /// Called on the loop when the gateway cannot go on (exit code 11).
@@ -94,28 +94,41 @@ final class MQTTGateway: @unchecked Sendable {
 
     // MARK: Ending (on the loop)
 
-    /// Publishes "offline" for the gateway and every bird still online, waits
-    /// (at most `closeDeadline`) for the broker to take everything, then `done`.
+    /// Publishes "offline" for every bird still online and the gateway, then
+    /// waits for the broker to take everything queued, giving up after
+    /// `closeDeadline` without progress (a dead or hung broker); then `done`.
     func close(_ done: @escaping @Sendable () -> Void) {
         guard let publisher, !closing else { return done() }
         closing = true
         let offline = birds.filter(\.value.online).keys.sorted().map { messages.birdStatus($0, online: false) }
             + [messages.gatewayStatus(online: false)]
         let finish = Once(done)
-        let deadline = loop.schedule(after: Self.closeDeadline) {
-            let left = publisher.undelivered
-            if left > 0 {
-                Diagnostics.error(
-                    "the MQTT broker did not take \(left) message(s) before the exit deadline; its will marks the gateway offline")
-            }
-            finish.run()
-        }
-        publisher.close(final: offline) { [loop] in
-            loop.execute {
-                loop.cancel(deadline)
+        exitFinish = finish
+        exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in checkExitProgress() }
+        publisher.close(final: offline) { [self] in
+            loop.execute { [self] in
+                if let exitTimer { loop.cancel(exitTimer) }
                 finish.run()
             }
         }
+    }
+
+    private var exitTimer: EventLoop.TimerID?
+    private var exitFinish: Once?
+    private var undeliveredAtLastCheck = Int.max
+
+    private func checkExitProgress() {
+        let left = publisher?.undelivered ?? 0
+        if left > 0 && left < undeliveredAtLastCheck {
+            undeliveredAtLastCheck = left
+            exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in checkExitProgress() }
+            return
+        }
+        if left > 0 {
+            Diagnostics.error(
+                "the MQTT broker did not take \(left) message(s) before the exit deadline; its will marks the gateway offline")
+        }
+        exitFinish?.run()
     }
 
     // MARK: The publisher's events (its thread)
