@@ -32,7 +32,8 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .badValue: "bad value (read)"
         case .operationFailed: "another BlueZ operation failed (read, subscribe, discovery, registration)"
         case .pairingFailed: "pairing refused, failed or timed out, or needed under --no-pair"
-        case .mqttFailed: "MQTT broker unreachable at start, connection or credentials refused, or TLS verification failed"
+        case .mqttFailed:
+            "MQTT broker unreachable at start, connection or credentials refused, TLS verification failed, or readings left undelivered at exit"
         case .interrupted: "interrupted (SIGINT/SIGTERM) before a read or scan finished"
         }
     }

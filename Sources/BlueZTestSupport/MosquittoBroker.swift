@@ -11,6 +11,9 @@ public final class MosquittoBroker: @unchecked Sendable {
         public let serverKey: String
         /// A CA that signed nothing here: a client trusting only it must fail.
         public let otherCACertificate: String
+        /// A client certificate (and key) the CA signed.
+        public let clientCertificate: String
+        public let clientKey: String
     }
 
     public let port: Int
@@ -19,7 +22,8 @@ public final class MosquittoBroker: @unchecked Sendable {
     private var process: Process?
 
     /// `users`: name → password (anonymous clients refused when given).
-    public init(users: [String: String] = [:], tls: Bool = false) throws {
+    /// `requireClientCertificate`: TLS clients must show one the CA signed.
+    public init(users: [String: String] = [:], tls: Bool = false, requireClientCertificate: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try Self.freePort()
@@ -43,6 +47,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
         if let files = self.tls {
             config += "cafile \(files.caCertificate)\ncertfile \(files.serverCertificate)\nkeyfile \(files.serverKey)\n"
+            if requireClientCertificate { config += "require_certificate true\n" }
         }
         try config.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
         try start()
@@ -192,11 +197,13 @@ public final class MosquittoBroker: @unchecked Sendable {
             printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext
             openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \\
                 -extfile san.ext 2>/dev/null
+            openssl req \(key) -keyout client.key -out client.csr -subj /CN=birdctl-gateway 2>/dev/null
+            openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2 2>/dev/null
             """
         try run("/bin/sh", ["-c", script])
         return TLSFiles(
             caCertificate: "\(d)/ca.crt", serverCertificate: "\(d)/server.crt", serverKey: "\(d)/server.key",
-            otherCACertificate: "\(d)/other-ca.crt")
+            otherCACertificate: "\(d)/other-ca.crt", clientCertificate: "\(d)/client.crt", clientKey: "\(d)/client.key")
     }
 
     /// `executable` run with no signal blocked. The test process blocks

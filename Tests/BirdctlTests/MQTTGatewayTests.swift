@@ -108,7 +108,7 @@ struct MQTTGatewayTests {
         let start = ContinuousClock.now
         watch.signal(SIGTERM)
         let status = try await watch.waitForExit(within: .seconds(10))
-        #expect(status == 0)
+        #expect(status == 11, "readings the broker never took are a failure")
         #expect(ContinuousClock.now - start < .seconds(8))
         #expect(watch.stderr.contains("did not take"), "\(watch.stderr)")
     }
@@ -193,6 +193,24 @@ struct MQTTGatewayTests {
             "secure/#", extra: ["--cafile", tls.caCertificate, "-u", "gateway", "-P", "s3cret:with:colons"])
         #expect(retained["secure/\(bird)/alpha"] == "0.8")
         #expect(retained["secure/status"] == "offline")
+    }
+
+    @Test func aBrokerThatAsksForAClientCertificateGetsOne() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker(tls: true, requireClientCertificate: true)
+        let tls = try #require(broker.tls)
+        let with = try await fake.birdctl(
+            "watch", "alpha", "--count", "1", "--quiet", "--mqtt", broker.url(prefix: "cert"), "--mqtt-ca", tls.caCertificate,
+            "--mqtt-cert", tls.clientCertificate, "--mqtt-key", tls.clientKey)
+        #expect(with.status == 0, "\(with.stderr)")
+        let retained = try broker.retained(
+            "cert/#", extra: ["--cafile", tls.caCertificate, "--cert", tls.clientCertificate, "--key", tls.clientKey])
+        #expect(retained["cert/\(bird)/alpha"] == "0.8")
+        let without = try await fake.birdctl(
+            "watch", "--mqtt", broker.url(), "--mqtt-ca", tls.caCertificate, timeout: .seconds(15))
+        #expect(without.status == 11, "\(without.stderr)")
+        #expect(without.stderr.contains("MQTT broker"), "\(without.stderr)")
     }
 
     @Test func aWrongPasswordFromTheEnvironmentExitsElevenAtOnce() async throws {

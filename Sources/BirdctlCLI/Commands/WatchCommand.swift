@@ -89,7 +89,12 @@ enum WatchCommand {
             onFinish: { outcome in
                 let status = gatewayFailed.happened ? ExitStatus.mqttFailed : exitStatus(for: outcome)
                 guard let gateway else { return session.finish(status) }
-                gateway.close { session.finish(status) }
+                gateway.close { delivered in
+                    // Readings the broker never got are a failure of the run,
+                    // unless Bluetooth failed first (its code says more).
+                    let lost = !delivered && (status == .success || status == .interrupted)
+                    session.finish(lost ? .mqttFailed : status)
+                }
             })
         gateway?.onFailure = { error in
             Diagnostics.error(error.description)

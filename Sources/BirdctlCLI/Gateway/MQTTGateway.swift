@@ -96,25 +96,25 @@ final class MQTTGateway: @unchecked Sendable {
 
     /// Publishes "offline" for every bird still online and the gateway, then
     /// waits for the broker to take everything queued, giving up after
-    /// `closeDeadline` without progress (a dead or hung broker); then `done`.
-    func close(_ done: @escaping @Sendable () -> Void) {
-        guard let publisher, !closing else { return done() }
+    /// `closeDeadline` without progress (a dead or hung broker); then `done`,
+    /// told whether the broker took everything.
+    func close(_ done: @escaping @Sendable (_ delivered: Bool) -> Void) {
+        guard let publisher, !closing else { return done(true) }
         closing = true
         let offline = birds.filter(\.value.online).keys.sorted().map { messages.birdStatus($0, online: false) }
             + [messages.gatewayStatus(online: false)]
-        let finish = Once(done)
-        exitFinish = finish
+        exitDone = done
         exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in checkExitProgress() }
         publisher.close(final: offline) { [self] in
             loop.execute { [self] in
                 if let exitTimer { loop.cancel(exitTimer) }
-                finish.run()
+                finishExit(delivered: publisher.undelivered == 0)
             }
         }
     }
 
     private var exitTimer: EventLoop.TimerID?
-    private var exitFinish: Once?
+    private var exitDone: (@Sendable (Bool) -> Void)?
     private var undeliveredAtLastCheck = Int.max
 
     private func checkExitProgress() {
@@ -124,11 +124,22 @@ final class MQTTGateway: @unchecked Sendable {
             exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in checkExitProgress() }
             return
         }
-        if left > 0 {
-            Diagnostics.error(
-                "the MQTT broker did not take \(left) message(s) before the exit deadline; its will marks the gateway offline")
+        guard left > 0 else {
+            // All taken; the publisher's own end is on its way (and if the
+            // DISCONNECT hangs, this is as good).
+            exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in finishExit(delivered: true) }
+            return
         }
-        exitFinish?.run()
+        Diagnostics.error(
+            "the MQTT broker did not take \(left) message(s) before the exit deadline; its will marks the gateway offline")
+        finishExit(delivered: false)
+    }
+
+    /// Once, whichever comes first: the publisher's end or the deadline.
+    private func finishExit(delivered: Bool) {
+        let done = exitDone
+        exitDone = nil
+        done?(delivered)
     }
 
     // MARK: The publisher's events (its thread)
