@@ -84,15 +84,17 @@ test-unit: deps
 # swiftc has no UndefinedBehaviorSanitizer for Swift (Swift traps overflow and
 # out-of-bounds access itself); ASan covers every test, birdctl included
 # (the tests run the instrumented binary). TSan covers the D-Bus and BlueZ
-# layers, where the loop thread meets callers on other threads. Leak checks
-# are off: LeakSanitizer reports what XCTest and birdctl still hold at process
+# layers, where the loop thread meets callers on other threads, and the MQTT
+# gateway (the instrumented birdctl: its publisher thread meets the loop).
+# Leak checks are off: LeakSanitizer reports what XCTest and birdctl still hold at process
 # exit; leaks that matter (growth while running) are the benchmark's
 # flat-memory check (1,000,000 notifications).
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build-asan
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --build-path .build-asan
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
-	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(SWIFT) test --skip-build --build-path .build-tsan --filter 'DBusTests|BlueZTests'
+	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(SWIFT) test --skip-build --build-path .build-tsan \
+	    --filter 'DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,
 # serve's stdin lines, peer text escaped for terminals and JSON, BlueZ's

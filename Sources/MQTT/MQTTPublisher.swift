@@ -1,6 +1,5 @@
 import CMosquitto
 import Glibc
-import Synchronization
 
 /// Publishes QoS 1 messages to one broker through libmosquitto, on a thread
 /// of its own: `publish` only appends to a bounded queue under a lock, so the
@@ -15,10 +14,10 @@ public final class MQTTPublisher: @unchecked Sendable {
     private let handle: OpaquePointer
     private let settings: MQTTSettings
     private let onEvent: @Sendable (MQTTEvent) -> Void
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// libmosquitto's latest error or warning (it explains TLS failures).
     /// A lock of its own: libmosquitto may log while holding its own locks.
-    private let lastLoggedError = Mutex<String?>(nil)
+    private let lastLoggedError = Locked<String?>(nil)
 
     private struct State {
         var queue: OutgoingQueue
@@ -45,7 +44,7 @@ public final class MQTTPublisher: @unchecked Sendable {
         self.handle = handle
         self.settings = settings
         self.onEvent = onEvent
-        state = Mutex(State(queue: OutgoingQueue(capacity: settings.bufferCapacity, window: settings.window)))
+        state = Locked(State(queue: OutgoingQueue(capacity: settings.bufferCapacity, window: settings.window)))
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         try configure()
     }

@@ -128,19 +128,24 @@ struct MQTTGatewayTests {
         // waiting message, replaced by each newer one) for 50 places.
         for i in 0..<100 { try await fake.push(String(i)) }
         try broker.start()
-        let seen = try await subscriber.messages(within: .seconds(40), until: { $0.topic == "gw/event" })
+        // Until the dropped event and the state that says the newest value
+        // (birdctl may still be busy with the notifications when the broker
+        // is back: then some readings come after the event).
+        let seen = try await subscriber.messages(within: .seconds(40)) { (seen: [ReceivedMessage]) in
+            seen.contains { $0.topic == "gw/event" } && seen.contains { $0.topic == "gw/\(bird)" && $0.payload.contains("\"alpha\":0.99") }
+        }
         let dropped = try #require(seen.first { $0.topic == "gw/event" }, "no dropped event in \(seen.map(\.topic))")
         let event = try parseJSON(dropped.payload)
         #expect(event["event"] as? String == "dropped")
         let count = try #require(event["messages"] as? Int)
-        #expect((50...52).contains(count), "dropped \(count)")
+        #expect((50...60).contains(count), "dropped \(count)")
         #expect(watch.stderr.contains("dropped the \(count) oldest"), "\(watch.stderr)")
         // What was kept is the newest, in order: the readings after the
         // initial read (and its retained copy) run up to 99 without a gap.
         let values = seen.filter { $0.topic == "gw/\(bird)/alpha" }.compactMap { Int((Double($0.payload)! * 100).rounded()) }
         let kept = values.drop { $0 == 80 }
         #expect(kept.last == 99 && kept.elementsEqual((kept.first ?? 0)...99), "\(values)")
-        #expect((48...50).contains(kept.count), "\(kept.count) readings kept of 100 with a 50-message buffer")
+        #expect((40...50).contains(kept.count), "\(kept.count) readings kept of 100 with a 50-message buffer")
         // The state was not dropped: it says the newest value.
         let state = try parseJSON(try #require(seen.last { $0.topic == "gw/\(bird)" }).payload)
         #expect(state["alpha"] as? Double == 0.99)
