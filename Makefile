@@ -91,7 +91,7 @@ test-unit: deps
 # flat-memory check (1,000,000 notifications).
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build-asan
-	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --build-path .build-asan
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/fixtures/asan.supp $(SWIFT) test --skip-build --build-path .build-asan
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
 	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(SWIFT) test --skip-build --build-path .build-tsan \
 	    --filter 'DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
