@@ -23,12 +23,9 @@ let package = Package(
         .target(name: "BlueZ", dependencies: ["DBus"]),
         // The Bird domain: UUIDs, codecs, RSSI smoothing, the central state machine and its driver.
         .target(name: "Bird", dependencies: ["BlueZ", "DBus"]),
-        // libmosquitto, the reference MQTT client library, for the gateway.
-        .systemLibrary(
-            name: "CMosquitto",
-            pkgConfig: "libmosquitto",
-            providers: [.apt(["libmosquitto-dev"])]
-        ),
+        // libmosquitto, the reference MQTT client library, for the gateway:
+        // loaded with dlopen when a gateway starts (its header from libmosquitto-dev).
+        .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         // Publishing to an MQTT broker on a thread of its own: the other layer that touches pointers.
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
         // The git revision of a release build (a C macro `make release` sets).

@@ -4,8 +4,8 @@ import Glibc
 /// Publishes QoS 1 messages to one broker through libmosquitto, on a thread
 /// of its own: `publish` only appends to a bounded queue under a lock, so the
 /// caller (the Bluetooth loop) never waits on the network. The thread
-/// connects, keeps the connection alive, reconnects with backoff (1 s growing
-/// to 30 s) and sends what waits, oldest first, at most `window` unacknowledged.
+/// connects, keeps the connection alive, reconnects (1 s, 2 s, ... up to 10 s
+/// apart) and sends what waits, oldest first, at most `window` unacknowledged.
 ///
 /// A failure that retrying would not cure ends it with `.failed`: the first
 /// connection impossible, a CONNACK refusal, a TLS handshake that fails.
@@ -34,56 +34,65 @@ public final class MQTTPublisher: @unchecked Sendable {
         var whenClosed: (@Sendable () -> Void)?
     }
 
-    private static let libraryReady: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
+    /// nil once libmosquitto is loaded and initialised, else why not.
+    private static let libraryProblem: String? = {
+        if let problem = cmosq_load() {
+            return "the MQTT gateway needs libmosquitto (Debian: apt install libmosquitto1): \(String(cString: problem))"
+        }
+        return cmosq_lib_init() == MOSQ_ERR_SUCCESS.rawValue ? nil : "cannot initialise libmosquitto"
+    }()
 
     /// Sets up the client; nothing touches the network until `start`.
     public init(_ settings: MQTTSettings, onEvent: @escaping @Sendable (MQTTEvent) -> Void) throws(MQTTError) {
-        guard Self.libraryReady, let handle = mosquitto_new(settings.clientID, true, nil) else {
-            throw .invalidSettings("cannot initialise libmosquitto")
+        if let problem = Self.libraryProblem { throw .invalidSettings(problem) }
+        guard let handle = cmosq_new(settings.clientID, true, nil) else {
+            throw .invalidSettings("cannot create a libmosquitto client")
         }
         self.handle = handle
         self.settings = settings
         self.onEvent = onEvent
         state = Locked(State(queue: OutgoingQueue(capacity: settings.bufferCapacity, window: settings.window)))
-        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        cmosq_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         try configure()
     }
 
-    deinit { mosquitto_destroy(handle) }
+    deinit { cmosq_destroy(handle) }
 
     private func configure() throws(MQTTError) {
         // Other threads publish: libmosquitto then only queues packets there
         // and wakes its loop, which does all the writing.
-        _ = mosquitto_threaded_set(handle, true)
-        _ = mosquitto_max_inflight_messages_set(handle, UInt32(settings.window))
-        _ = mosquitto_reconnect_delay_set(handle, 1, 30, true)
+        _ = cmosq_threaded_set(handle, true)
+        _ = cmosq_max_inflight_messages_set(handle, UInt32(settings.window))
+        // 1 s, 2 s, 3 s ... 10 s between attempts: a broker back after an
+        // outage is found again within 10 s.
+        _ = cmosq_reconnect_delay_set(handle, 1, 10, false)
         if let username = settings.username {
-            try check(mosquitto_username_pw_set(handle, username, settings.password), "username/password")
+            try check(cmosq_username_pw_set(handle, username, settings.password), "username/password")
         }
         if let tls = settings.tls {
-            let rc = mosquitto_tls_set(handle, tls.caFile, nil, tls.certificateFile, tls.keyFile, nil)
+            let rc = cmosq_tls_set(handle, tls.caFile, nil, tls.certificateFile, tls.keyFile)
             if rc != MOSQ_ERR_SUCCESS.rawValue {
                 throw .invalidSettings(
                     "cannot use the TLS files (CA \(tls.caFile)"
                         + (tls.certificateFile.map { ", certificate \($0), key \(tls.keyFile ?? $0)" } ?? "")
-                        + "): \(String(cString: mosquitto_strerror(rc)))")
+                        + "): \(String(cString: cmosq_strerror(rc)))")
             }
         }
         if let will = settings.will {
             try check(
-                mosquitto_will_set(handle, will.topic, Int32(will.payload.count), will.payload, 1, will.retain),
+                cmosq_will_set(handle, will.topic, Int32(will.payload.count), will.payload, 1, will.retain),
                 "the will")
         }
-        mosquitto_connect_callback_set(handle) { _, context, code in
+        cmosq_connect_callback_set(handle) { _, context, code in
             MQTTPublisher.from(context).connected(code)
         }
-        mosquitto_disconnect_callback_set(handle) { _, context, code in
+        cmosq_disconnect_callback_set(handle) { _, context, code in
             MQTTPublisher.from(context).disconnected(code)
         }
-        mosquitto_publish_callback_set(handle) { _, context, _ in
+        cmosq_publish_callback_set(handle) { _, context, _ in
             MQTTPublisher.from(context).acknowledged()
         }
-        mosquitto_log_callback_set(handle) { _, context, level, text in
+        cmosq_log_callback_set(handle) { _, context, level, text in
             guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0, let text else { return }
             let line = String(cString: text)
             MQTTPublisher.from(context).lastLoggedError.withLock { $0 = line }
@@ -92,7 +101,7 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
         if rc != MOSQ_ERR_SUCCESS.rawValue {
-            throw .invalidSettings("cannot set \(what): \(String(cString: mosquitto_strerror(rc)))")
+            throw .invalidSettings("cannot set \(what): \(String(cString: cmosq_strerror(rc)))")
         }
     }
 
@@ -164,12 +173,12 @@ public final class MQTTPublisher: @unchecked Sendable {
     // MARK: The publisher's thread
 
     private func run() {
-        let rc = mosquitto_connect(handle, settings.host, Int32(settings.port), Int32(settings.keepaliveSeconds))
+        let rc = cmosq_connect(handle, settings.host, Int32(settings.port), Int32(settings.keepaliveSeconds))
         if rc != MOSQ_ERR_SUCCESS.rawValue {
             return fail(rc == MOSQ_ERR_TLS.rawValue ? .tls(loggedError(rc)) : .unreachable(describe(rc)))
         }
         while true {
-            let rc = mosquitto_loop_forever(handle, -1, 1)
+            let rc = cmosq_loop_forever(handle, -1, 1)
             let (closing, failure) = state.withLock { ($0.closing, $0.failure) }
             if let failure { return fail(failure) }
             if closing { break }
@@ -180,7 +189,7 @@ public final class MQTTPublisher: @unchecked Sendable {
                 // Gave up on an error it counts as fatal (a failed DNS lookup):
                 // for a gateway that has been connected, another try later.
                 sleep(5)
-                _ = mosquitto_reconnect(handle)
+                _ = cmosq_reconnect(handle)
             }
         }
         let done = state.withLock { state in
@@ -202,8 +211,8 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     private func connected(_ code: Int32) {
         guard code == 0 else {
-            state.withLock { $0.failure = .refused(String(cString: mosquitto_connack_string(code))) }
-            mosquitto_disconnect(handle)
+            state.withLock { $0.failure = .refused(String(cString: cmosq_connack_string(code))) }
+            cmosq_disconnect(handle)
             return
         }
         let backlog = state.withLock { state in
@@ -227,7 +236,7 @@ public final class MQTTPublisher: @unchecked Sendable {
             if !state.everConnected && !state.closing && state.failure == nil {
                 // Never got as far as CONNACK: not a broker we can use.
                 state.failure = .unreachable(lastLoggedError.withLock { $0 } ?? describe(code))
-                mosquitto_disconnect(handle)
+                cmosq_disconnect(handle)
             }
             return (!state.closing && state.failure == nil, state.queue.count + state.queue.inFlight)
         }
@@ -277,12 +286,12 @@ public final class MQTTPublisher: @unchecked Sendable {
     private func publishNow(_ message: MQTTMessage) {
         // Not connected after all (the socket just went): libmosquitto keeps a
         // QoS 1 message it accepted and sends it after reconnecting.
-        _ = mosquitto_publish(
+        _ = cmosq_publish(
             handle, nil, message.topic, Int32(message.payload.count), message.payload, 1, message.retain)
     }
 
     private func disconnectIfSettled(_ state: State) {
-        if state.closing && state.connected && state.queue.isSettled { mosquitto_disconnect(handle) }
+        if state.closing && state.connected && state.queue.isSettled { cmosq_disconnect(handle) }
     }
 
     // MARK: Errors as text
@@ -290,7 +299,7 @@ public final class MQTTPublisher: @unchecked Sendable {
     private func describe(_ rc: Int32) -> String {
         if rc == MOSQ_ERR_ERRNO.rawValue { return String(cString: strerror(errno)) }
         if rc == MOSQ_ERR_EAI.rawValue { return "cannot resolve \(settings.host)" }
-        return String(cString: mosquitto_strerror(rc))
+        return String(cString: cmosq_strerror(rc))
     }
 
     private func loggedError(_ rc: Int32) -> String {

@@ -35,7 +35,7 @@ sed -e "s/@VERSION@/$VERSION/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@
 mkdir -p "$(dirname "$deb")"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
 echo "deb: $deb"
-dpkg-deb --field "$deb" Package Version Architecture Depends
+dpkg-deb --field "$deb" Package Version Architecture Depends Recommends
 # lintian: no errors (its warnings and notes are shown).
 report=$(lintian --fail-on error "$deb" 2>&1) && status=0 || status=$?
 grep -v "running with root privileges" <<< "$report" || true
