@@ -60,7 +60,7 @@ extension Option {
     static let quiet = Option("--quiet", "print no readings or events (errors still go to stderr); with --mqtt")
 
     static let mqtt = Option(
-        "--mqtt", value: "URL", "also publish to this MQTT broker: mqtt[s]://HOST[:PORT][/PREFIX] (see MQTT below)")
+        "--mqtt", value: "URL", "also publish to this MQTT broker: mqtt[s]://HOST[:PORT][/PREFIX]")
     static let mqttCredentials = Option(
         "--mqtt-credentials", value: "FILE", "the broker's USERNAME:PASSWORD, one line (never on the command line)",
         completion: .file)

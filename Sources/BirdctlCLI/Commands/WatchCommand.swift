@@ -26,7 +26,9 @@ enum WatchCommand {
             never waits for the network. Credentials come from --mqtt-credentials
             FILE or BIRDCTL_MQTT_USERNAME and BIRDCTL_MQTT_PASSWORD, never from the
             command line. If the broker cannot be reached at start, refuses the
-            connection or fails TLS verification, birdctl exits 11 at once.
+            connection or fails TLS verification, birdctl exits 11 at once; it
+            also exits 11 if the broker has not taken every reading when birdctl
+            ends (it waits while the broker makes progress).
             """,
         options: [
             .all, .count, .duration, .noReconnect,
