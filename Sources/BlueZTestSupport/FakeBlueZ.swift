@@ -17,6 +17,8 @@ public final class FakeBlueZ: @unchecked Sendable {
     private var process: Process?
     private let parameters: String
     public let logFile: URL
+    /// The fake's stderr (Python's tracebacks).
+    public var stderrFile: URL { logFile.appendingPathExtension("stderr") }
 
     /// Starts a private bus and the fake on it. `adapters`: how many (hci0…);
     /// `powered`: their initial state; `busConfig`: the bus's configuration in fixtures/.
@@ -34,6 +36,7 @@ public final class FakeBlueZ: @unchecked Sendable {
         control.close()
         bus.stop()
         try? FileManager.default.removeItem(at: logFile)
+        try? FileManager.default.removeItem(at: stderrFile)
     }
 
     /// The environment a birdctl process needs to talk to this fake.
@@ -53,10 +56,16 @@ public final class FakeBlueZ: @unchecked Sendable {
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
+        // Not the test process's stderr: if the test process dies, `swift
+        // test` reads that pipe to its end, which a fake still running would
+        // hold open for ever.
+        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: stderrFile.path)
         try process.run()
         guard readLine(from: output.fileHandleForReading) == "ready" else {
             process.terminate()
-            let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            let log = ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
+                + ((try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
             throw TestSetupError("the fake BlueZ did not start\n\(log)")
         }
         self.process = process
