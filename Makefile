@@ -28,8 +28,10 @@ DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python
 # The benchmarks: the C floor, a venv for the peers, callgrind for profiling.
 BENCH_PACKAGES := gcc python3-venv valgrind
 
-# The real-BlueZ tier: Debian's kernel under qemu, bluetoothd, btvirt.
-VM_PACKAGES := qemu-system-x86 linux-image-amd64 bluez bluez-test-tools busybox-static cpio
+# The real-BlueZ tier: Debian's kernel under qemu, bluetoothd, btvirt; a venv
+# for Bumble, the second Bluetooth stack whose birds it also runs.
+VM_PACKAGES := qemu-system-x86 linux-image-amd64 bluez bluez-test-tools busybox-static cpio python3-venv
+BUMBLE_VENV := .build/vm/bumble-venv
 
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
@@ -45,6 +47,10 @@ deps:
 
 deps-vm:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(VM_PACKAGES)"
+	@cmp -s fixtures/vm/bumble-requirements.txt $(BUMBLE_VENV)/requirements.txt || { \
+	  rm -rf $(BUMBLE_VENV) && /usr/bin/python3 -m venv $(BUMBLE_VENV) && \
+	  $(BUMBLE_VENV)/bin/pip install -q --disable-pip-version-check -r fixtures/vm/bumble-requirements.txt && \
+	  cp fixtures/vm/bumble-requirements.txt $(BUMBLE_VENV)/requirements.txt; }
 
 deps-bench:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(BENCH_PACKAGES)"

@@ -13,6 +13,8 @@ public struct BirdCentral: Sendable {
     private enum State: Hashable, Sendable {
         case waitingForBluetooth
         case scanning
+        /// No address asked for: Birds were heard; listening a little longer for a nearer one.
+        case listening(Candidates)
         case connecting(Peripheral, attempt: Int)
         case retryWait(Peripheral, attempt: Int)
         /// Connected; waiting for ServicesResolved.
@@ -47,6 +49,42 @@ public struct BirdCentral: Sendable {
         }
     }
 
+    /// The Birds heard in the listening window, and how strongly.
+    private struct Candidates: Hashable, Sendable {
+        struct Candidate: Hashable, Sendable {
+            var peripheral: Peripheral
+            var rssiTotal = 0
+            var rssiSamples = 0
+            /// The mean of the samples heard in the window; nil without any.
+            var rssi: Int16? { rssiSamples == 0 ? nil : Int16(rssiTotal / rssiSamples) }
+        }
+
+        /// In the order first heard.
+        var heard: [Candidate] = []
+
+        mutating func add(_ sighting: Sighting) {
+            let address = sighting.address.uppercased()
+            var index = heard.firstIndex { $0.peripheral.address.uppercased() == address }
+            if index == nil {
+                heard.append(Candidate(peripheral: Peripheral(path: sighting.device, address: sighting.address, name: nil)))
+                index = heard.count - 1
+            }
+            if let name = sighting.name { heard[index!].peripheral.name = name }
+            if let rssi = sighting.rssi {
+                heard[index!].rssiTotal += Int(rssi)
+                heard[index!].rssiSamples += 1
+            }
+        }
+
+        /// The strongest on average; one heard without RSSI only if none had it;
+        /// the first heard of equals.
+        var nearest: Candidate {
+            heard.enumerated().max { a, b in
+                (a.element.rssi ?? Int16.min, -a.offset) < (b.element.rssi ?? Int16.min, -b.offset)
+            }!.element
+        }
+    }
+
     private var state = State.waitingForBluetooth
     /// Bluetooth was usable once: later outages are waited out, not failures.
     private var wasReady = false
@@ -73,7 +111,7 @@ public struct BirdCentral: Sendable {
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p), .pairing(let p, _): p.path
         case .reading(let link, _), .writing(let link), .subscribing(let link, _), .streaming(let link):
             link.peripheral.path
-        case .waitingForBluetooth, .scanning, .forgetting, .finished: nil
+        case .waitingForBluetooth, .scanning, .listening, .forgetting, .finished: nil
         }
     }
 
@@ -144,15 +182,40 @@ public struct BirdCentral: Sendable {
 
     // MARK: Discovery
 
-    /// A device was heard after discovery started.
+    /// The default listening window: long enough to hear every Bird in
+    /// range a few times (they advertise every 20 ms to 1 s), short enough
+    /// not to be noticed.
+    public static let defaultListeningWindow = Duration.seconds(1)
+
+    /// A device was heard after discovery started. The Bird asked for by
+    /// address is connected to at once; without an address, the machine
+    /// listens for `listeningWindow` from the first Bird heard and then
+    /// connects to the strongest heard in it.
     public mutating func deviceSighted(_ sighting: Sighting) -> [Action] {
-        guard state == .scanning,
-            sighting.matches(address: configuration.address, minimumRSSI: configuration.minimumRSSI)
-        else { return [] }
-        let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+        guard sighting.matches(address: configuration.address, minimumRSSI: configuration.minimumRSSI) else { return [] }
+        switch state {
+        case .scanning:
+            guard configuration.address == nil, let window = configuration.listeningWindow else {
+                let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+                return connect(to: peripheral, heardAt: sighting.rssi)
+            }
+            var candidates = Candidates()
+            candidates.add(sighting)
+            state = .listening(candidates)
+            return [.cancelTimer(.scan), .armTimer(.listen, window)]
+        case .listening(var candidates):
+            candidates.add(sighting)
+            state = .listening(candidates)
+            return []
+        default:
+            return []
+        }
+    }
+
+    private mutating func connect(to peripheral: Peripheral, heardAt rssi: Int16?) -> [Action] {
         state = .connecting(peripheral, attempt: 1)
         return [
-            .cancelTimer(.scan), .stopScanning, .report(.found(peripheral, rssi: sighting.rssi)),
+            .cancelTimer(.scan), .stopScanning, .report(.found(peripheral, rssi: rssi)),
             .armTimer(.connect, configuration.connectTimeout), .connect(peripheral.path),
         ]
     }
@@ -455,7 +518,13 @@ public struct BirdCentral: Sendable {
     /// the value it read as a change just before the read's reply, and a
     /// notification that arrives before that reply is older than the value
     /// the reply carries.
-    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8]) -> [Action] {
+    /// A notification (or BlueZ's echo of a read) over a link whose ATT MTU
+    /// is `mtu`, if known. A notification carries at most MTU − 3 bytes, and
+    /// BlueZ passes on a longer value cut there: one that fills the whole
+    /// space may be cut, so the field is read instead, and the read's value
+    /// (the whole one) is reported. Notifications of it meanwhile are
+    /// superseded by the read.
+    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil) -> [Action] {
         let link: Link
         let unread: Set<BirdField>
         switch state {
@@ -464,6 +533,10 @@ public struct BirdCentral: Sendable {
         default: return []
         }
         guard let field = link.field(of: characteristic), !unread.contains(field) else { return [] }
+        if let mtu, mtu > 3, raw.count >= mtu - 3 {
+            state = .reading(link, pending: unread.union([field]))
+            return [.read(field, characteristic)]
+        }
         return report(field, raw, from: link, notified: true)
     }
 
@@ -491,6 +564,9 @@ public struct BirdCentral: Sendable {
         case (.scan, .scanning):
             state = .finished
             return [.stopScanning, .finish(.failed(.notFound))]
+        case (.listen, .listening(let candidates)):
+            let nearest = candidates.nearest
+            return connect(to: nearest.peripheral, heardAt: nearest.rssi)
         case (.retry, .retryWait(let peripheral, let attempt)):
             state = .connecting(peripheral, attempt: attempt)
             return [.connect(peripheral.path)]
@@ -527,7 +603,7 @@ public struct BirdCentral: Sendable {
         switch state {
         case .finished: return []
         case .waitingForBluetooth: break
-        case .scanning: actions.append(.stopScanning)
+        case .scanning, .listening: actions.append(.stopScanning)
         case .connecting(let p, _), .retryWait(let p, _), .resolving(let p): actions.append(.disconnect(p.path))
         case .pairing(let p, _): actions += [.cancelPairing(p.path), .disconnect(p.path)]
         case .forgetting: break
@@ -556,7 +632,9 @@ public struct BirdCentral: Sendable {
     }
 
     private func stopTimers(includingDuration: Bool = false) -> [Action] {
-        var timers: [Action] = [.cancelTimer(.scan), .cancelTimer(.connect), .cancelTimer(.retry), .cancelTimer(.services)]
+        var timers: [Action] = [
+            .cancelTimer(.scan), .cancelTimer(.listen), .cancelTimer(.connect), .cancelTimer(.retry), .cancelTimer(.services),
+        ]
         if includingDuration { timers.append(.cancelTimer(.duration)) }
         return timers
     }

@@ -39,12 +39,17 @@ extension BirdCentral {
         public var pairs: Bool
         /// How long a pairing may take (the person confirming it included).
         public var pairTimeout: Duration
+        /// Without an address: how long to go on listening after the first
+        /// Bird is heard before connecting to the strongest heard (nil: the
+        /// first heard).
+        public var listeningWindow: Duration?
 
         public init(
             mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
             scanTimeout: Duration? = .seconds(10), connectTimeout: Duration = .seconds(10), connectAttempts: Int = 4,
             retryBackoff: Duration = .milliseconds(250), maximumReadings: Int? = nil, duration: Duration? = nil,
-            pairs: Bool = true, pairTimeout: Duration = .seconds(30)
+            pairs: Bool = true, pairTimeout: Duration = .seconds(30),
+            listeningWindow: Duration? = BirdCentral.defaultListeningWindow
         ) {
             self.mode = mode
             self.fields = fields
@@ -58,6 +63,7 @@ extension BirdCentral {
             self.duration = duration
             self.pairs = pairs
             self.pairTimeout = pairTimeout
+            self.listeningWindow = listeningWindow
         }
 
         var isWatch: Bool { if case .watch = mode { true } else { false } }
@@ -66,6 +72,8 @@ extension BirdCentral {
 
     public enum Timer: Hashable, Sendable {
         case scan, connect, retry, duration
+        /// Without an address: the listening window after the first Bird heard.
+        case listen
         /// After ServicesResolved, waiting for the Bird characteristics to appear.
         case services
     }

@@ -170,9 +170,9 @@ public struct BirdFleet: Sendable {
         everyMachine { $0.characteristicRemoved(path) }
     }
 
-    /// A notification (or BlueZ's echo of a read).
-    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8]) -> [Action] {
-        everyMachine { $0.valueChanged(characteristic, raw) }
+    /// A notification (or BlueZ's echo of a read), over a link of this ATT MTU if known.
+    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil) -> [Action] {
+        everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu) }
     }
 
     // MARK: Replies

@@ -33,8 +33,18 @@ extension Sighting {
 
     private init(_ device: Device) {
         self.init(
-            device: device.path, address: device.address, name: device.name ?? device.alias, rssi: device.rssi,
-            uuids: device.uuids)
+            device: device.path, address: device.address, name: device.name ?? Self.chosenAlias(of: device),
+            rssi: device.rssi, uuids: device.uuids)
+    }
+
+    /// An alias someone gave the device; not the one BlueZ makes up from
+    /// the address when the device has no name ("C0-B1-2D-00-00-05"), which
+    /// would pass for a name.
+    private static func chosenAlias(of device: Device) -> String? {
+        guard let alias = device.alias, alias != String(device.address.map { $0 == ":" ? "-" : $0 }) else {
+            return nil
+        }
+        return alias
     }
 }
 

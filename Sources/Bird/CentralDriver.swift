@@ -25,6 +25,8 @@ public final class CentralDriver: @unchecked Sendable {
     private var connectInFlight = false
     /// Devices that were connected before our Connect: not ours to disconnect.
     private var borrowedLinks: Set<ObjectPath> = []
+    /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
+    private var linkMTUs: [ObjectPath: Int] = [:]
 
     private var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
@@ -57,7 +59,8 @@ public final class CentralDriver: @unchecked Sendable {
     private func handle(_ event: BlueZEvent) {
         guard !core.isFinished else { return }
         if case .valueChanged(let path, let value) = event {
-            return apply { $0.valueChanged(path, value) }
+            let mtu = linkMTU(of: path)
+            return apply { $0.valueChanged(path, value, mtu: mtu) }
         }
         if let adapter = core.powerChange(event) {
             if adapter.powered {
@@ -126,7 +129,20 @@ public final class CentralDriver: @unchecked Sendable {
 
     private func resolved(_ device: ObjectPath) {
         let characteristics = client.tree.birdCharacteristics(of: device)
+        // Asked before anything is subscribed, so the answer comes before any notification.
+        if let any = characteristics.values.first {
+            client.perform(.characteristicMTU(characteristic: any)) { [self] result in
+                if case .success(let mtu?) = result { linkMTUs[device] = mtu }
+            }
+        }
         apply { $0.servicesResolved(device: device, characteristics: characteristics) }
+    }
+
+    /// The ATT MTU of the link a characteristic is on, as asked when its
+    /// services resolved (or as the tree has it).
+    private func linkMTU(of characteristic: ObjectPath) -> Int? {
+        for (device, mtu) in linkMTUs where characteristic.isDescendant(of: device) { return mtu }
+        return client.tree.mtu(ofCharacteristic: characteristic)
     }
 
     // MARK: The fleet's actions

@@ -138,6 +138,19 @@ extension BlueZRequest where Output == [UInt8] {
     }
 }
 
+extension BlueZRequest where Output == Int? {
+    /// The ATT MTU of a connected characteristic's link (BlueZ 5.62 and
+    /// later). bluetoothd shows it only while connected and never announces
+    /// a change, so the object tree's copy may be missing or stale: ask.
+    public static func characteristicMTU(characteristic: ObjectPath) -> Self {
+        Self(characteristic, BlueZNames.properties, "Get", [
+            .string(BlueZNames.gattCharacteristic), .string("MTU"),
+        ]) { reply throws(BlueZError) in
+            reply.first?.integer.flatMap { Int(exactly: $0) }
+        }
+    }
+}
+
 extension BlueZRequest where Output == ObjectTree {
     static func getManagedObjects() -> Self {
         Self("/", BlueZNames.objectManager, "GetManagedObjects") { reply throws(BlueZError) in

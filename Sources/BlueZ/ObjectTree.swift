@@ -111,6 +111,13 @@ public struct ObjectTree: Hashable, Sendable {
         properties(path, BlueZNames.gattCharacteristic).flatMap { GattCharacteristic(path: path, $0) }
     }
 
+    /// The ATT MTU of the link a characteristic is read over (BlueZ 5.62 and
+    /// later); nil when BlueZ does not say. Read on every notification, so it
+    /// builds no view.
+    public func mtu(ofCharacteristic path: ObjectPath) -> Int? {
+        properties(path, BlueZNames.gattCharacteristic)?["MTU"]?.integer.flatMap { Int(exactly: $0) }
+    }
+
     /// The GATT services resolved on a device.
     public func services(of device: ObjectPath) -> [GattService] {
         views(under: device, BlueZNames.gattService, GattService.init, path: \.path)

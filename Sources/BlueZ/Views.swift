@@ -109,6 +109,8 @@ public struct GattCharacteristic: Hashable, Sendable {
     public var notifying: Bool
     /// The last value BlueZ has cached (read or notified).
     public var value: [UInt8]
+    /// The link's ATT MTU, if BlueZ says (5.62 and later).
+    public var mtu: Int?
 
     init?(path: ObjectPath, _ p: ObjectTree.Properties) {
         guard let uuid = p["UUID"]?.string, let service = p["Service"]?.objectPath else { return nil }
@@ -118,6 +120,7 @@ public struct GattCharacteristic: Hashable, Sendable {
         self.flags = p["Flags"]?.stringArray ?? []
         self.notifying = p["Notifying"]?.bool ?? false
         self.value = p["Value"]?.bytes ?? []
+        self.mtu = p["MTU"]?.integer.flatMap { Int(exactly: $0) }
     }
 
     public var canRead: Bool { flags.contains("read") }

@@ -33,9 +33,11 @@ struct Machine {
         return m
     }
 
+    /// Connecting to Robin; without an address, once the listening window ends.
     func connecting() -> Machine {
         var m = scanning()
         _ = m.central.deviceSighted(birdSighting)
+        if m.central.configuration.address == nil { _ = m.central.timerFired(.listen) }
         return m
     }
 
@@ -107,12 +109,75 @@ struct BirdCentralTests {
 
     // MARK: Scanning
 
-    @Test func aBirdSightingConnectsWithADeadline() {
-        var m = Machine().scanning()
+    @Test func theBirdAskedForIsConnectedToAtOnceWithADeadline() {
+        var m = Machine { $0.address = robin.address }.scanning()
         #expect(m.central.deviceSighted(birdSighting) == [
             .cancelTimer(.scan), .stopScanning, .report(.found(robin, rssi: -50)),
             .armTimer(.connect, .seconds(10)), .connect(device),
         ])
+    }
+
+    // MARK: Without an address: the nearest Bird heard in the listening window
+
+    static func heard(_ n: Int, rssi: Int16?, name: String? = nil) -> Sighting {
+        Sighting(device: ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)"), address: "F0:0D:B1:7D:00:0\(n)",
+                 name: name, rssi: rssi, uuids: [BirdService.uuid])
+    }
+
+    static func peripheral(_ n: Int, name: String? = nil) -> BirdCentral.Peripheral {
+        BirdCentral.Peripheral(path: ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)"),
+                               address: "F0:0D:B1:7D:00:0\(n)", name: name)
+    }
+
+    @Test func theFirstBirdHeardOpensTheListeningWindowAndTheStrongestOnAverageIsTaken() {
+        var m = Machine().scanning()
+        #expect(m.central.deviceSighted(Self.heard(1, rssi: -80, name: "Far")) == [
+            .cancelTimer(.scan), .armTimer(.listen, .seconds(1)),
+        ])
+        #expect(m.central.deviceSighted(Self.heard(2, rssi: -40, name: "Near")) == [])
+        #expect(m.central.deviceSighted(Self.heard(2, rssi: -60)) == [])  // mean -50
+        #expect(m.central.deviceSighted(Self.heard(1, rssi: -52)) == [])  // mean -66
+        #expect(m.central.timerFired(.listen) == [
+            .cancelTimer(.scan), .stopScanning, .report(.found(Self.peripheral(2, name: "Near"), rssi: -50)),
+            .armTimer(.connect, .seconds(10)), .connect(ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_02")),
+        ])
+        #expect(m.central.deviceSighted(Self.heard(3, rssi: -20)) == [], "the window is closed")
+    }
+
+    @Test func aBirdHeardWithoutRSSIIsTakenOnlyWhenNoneHadItAndEqualsGoToTheFirstHeard() {
+        var m = Machine().scanning()
+        _ = m.central.deviceSighted(Self.heard(1, rssi: nil))
+        _ = m.central.deviceSighted(Self.heard(2, rssi: -90))
+        #expect(m.central.timerFired(.listen).contains(.connect(ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_02"))))
+        var blind = Machine().scanning()
+        _ = blind.central.deviceSighted(Self.heard(1, rssi: nil))
+        _ = blind.central.deviceSighted(Self.heard(2, rssi: nil))
+        #expect(blind.central.timerFired(.listen).contains(.report(.found(Self.peripheral(1), rssi: nil))))
+        var equal = Machine().scanning()
+        _ = equal.central.deviceSighted(Self.heard(2, rssi: -50))
+        _ = equal.central.deviceSighted(Self.heard(1, rssi: -50))
+        #expect(equal.central.timerFired(.listen).contains(.connect(ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_02"))))
+    }
+
+    @Test func birdsBelowTheMinimumRSSIAreNotCandidates() {
+        var m = Machine { $0.minimumRSSI = -60 }.scanning()
+        #expect(m.central.deviceSighted(Self.heard(1, rssi: -80)) == [])
+        #expect(m.central.deviceSighted(Self.heard(2, rssi: -55)) == [.cancelTimer(.scan), .armTimer(.listen, .seconds(1))])
+        _ = m.central.deviceSighted(Self.heard(1, rssi: -30))  // came nearer: now a candidate
+        #expect(m.central.timerFired(.listen).contains(.report(.found(Self.peripheral(1), rssi: -30))))
+    }
+
+    @Test func ctrlCWhileListeningStopsDiscoveryAndTheWindow() {
+        var m = Machine().scanning()
+        _ = m.central.deviceSighted(Self.heard(1, rssi: -50))
+        let stop = m.central.stopRequested()
+        #expect(stop.contains(.cancelTimer(.listen)) && stop.suffix(2) == [.stopScanning, .finish(.interrupted)])
+        #expect(m.central.timerFired(.listen) == [])
+    }
+
+    @Test func withoutAWindowTheFirstBirdHeardIsTaken() {
+        var m = Machine { $0.listeningWindow = nil }.scanning()
+        #expect(m.central.deviceSighted(Self.heard(1, rssi: -90)).contains(.connect(ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_01"))))
     }
 
     @Test func nonBirdsOtherAddressesAndWeakSignalsAreIgnored() {
@@ -341,6 +406,25 @@ struct BirdCentralTests {
         #expect(m.central.valueChanged("/org/bluez/hci0/other/char", Array("1".utf8)) == [])
     }
 
+    @Test func aNotificationThatFillsTheMTUIsCompletedByARead() {
+        // MTU 23: a notification carries at most 20 bytes; a longer name arrives cut.
+        var m = Machine(.watch(reconnect: true)).streaming()
+        let name = characteristics[.name]!
+        let whole = Array("Troglodytes troglodytes".utf8)
+        #expect(m.central.valueChanged(name, Array(whole.prefix(20)), mtu: 23) == [.read(.name, name)])
+        #expect(m.central.valueChanged(name, Array(whole.prefix(20)), mtu: 23) == [], "superseded by the read")
+        #expect(m.central.valueChanged(characteristics[.alpha]!, Array("55".utf8), mtu: 23).count == 1, "others stream on")
+        #expect(m.central.readCompleted(.name, .success(whole)) == [
+            .report(.reading(robin, .name("Troglodytes troglodytes"), raw: whole, notified: false))
+        ])
+        // Shorter than the room: whole, reported as notified.
+        #expect(m.central.valueChanged(name, Array("Wren".utf8), mtu: 23) == [
+            .report(.reading(robin, .name("Wren"), raw: Array("Wren".utf8), notified: true))
+        ])
+        // Without an MTU nothing can be told: reported as it came.
+        #expect(m.central.valueChanged(name, Array(whole.prefix(20)), mtu: nil).count == 1)
+    }
+
     @Test func aFieldsChangesCountOnceItsFirstReadHasAnswered() {
         // Before the reply, a change is BlueZ's echo of the read or older than it.
         var m = Machine(.watch(reconnect: true)).reading()
@@ -404,7 +488,8 @@ struct BirdCentralTests {
         #expect(actions.contains(.report(.disconnected(robin))))
         #expect(actions.last == .startScanning)
         #expect(!actions.contains(.armTimer(.scan, .seconds(10))))
-        #expect(m.central.deviceSighted(birdSighting).last == .connect(device))
+        #expect(m.central.deviceSighted(birdSighting).last == .armTimer(.listen, .seconds(1)))
+        #expect(m.central.timerFired(.listen).last == .connect(device))
     }
 
     @Test func withoutReconnectALostLinkFails() {

@@ -40,7 +40,8 @@ struct BirdFleetTests {
     @Test func oneBirdsActionsAreTaggedAndItsEndIsTheCommands() {
         var fleet = BirdFleet(BirdCentral.Configuration(mode: .read, fields: [.alpha]))
         #expect(fleet.bluetoothReady(adapter: adapter, requested: nil).contains(.startScanning(0, lookUpKnown: nil)))
-        let found = fleet.deviceSighted(birdSighting)
+        #expect(fleet.deviceSighted(birdSighting).contains(.armTimer(.machine(0, .listen), .seconds(1))))
+        let found = fleet.timerFired(.machine(0, .listen))
         #expect(found.contains(.stopScanning))
         #expect(found.contains(.connect(0, device)))
         #expect(found.contains(.armTimer(.machine(0, .connect), .seconds(10))))

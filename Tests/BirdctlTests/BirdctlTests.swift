@@ -69,6 +69,15 @@ struct ScanTests {
         #expect(birds.first?["rssi"] as? Int == -48)
     }
 
+    @Test func aBirdWithoutANameIsShownWithoutOneNotWithBlueZsMadeUpAlias() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(name: "", birdName: "Gatty")  // BlueZ's Alias: F0-0D-B1-7D-00-01
+        let result = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
+        let found = try #require(try result.stdout.map(parseJSON).first { $0["event"] as? String == "found" })
+        #expect(found["name"] == nil, "\(found)")
+        #expect(try await fake.birdctl("read", bird, "name").stdout == ["Gatty"])
+    }
+
     @Test func nothingFoundExitsSix() async throws {
         let fake = try FakeBlueZ()
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
@@ -168,6 +177,14 @@ struct ReadTests {
         try await fake.addBird()
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren")
         #expect(try await fake.birdctl("read", "f0:0d:b1:7d:00:02", "name").stdout == ["Wren"])
+    }
+
+    @Test func withoutAnAddressTheNearestBirdHeardIsReadNotTheFirst() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(name: "Far", rssi: -80)  // announced first
+        try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Near", rssi: -45)
+        let result = try await fake.birdctl("read", "name", "--verbose")
+        #expect(result.stdout == ["Near"], "\(result.stderr)")
     }
 }
 

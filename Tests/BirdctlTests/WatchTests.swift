@@ -31,6 +31,25 @@ struct WatchTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    @Test func aNameNotifiedCutAtTheMTUIsCompletedByAReadNeverPrintedCut() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.call("SetMTU", .string(bird), .uint16(23))  // notifications carry ≤ 20 bytes
+        let watch = try fake.launch("watch", "name", "--json")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake, [FakeBlueZ.nameUUID])
+        let long = "Troglodytes troglodytes hiemalis"
+        try await fake.push(long, to: FakeBlueZ.nameUUID)
+        let completed = try parseJSON(try await watch.line(containing: "\"reading\""))
+        #expect(completed["value"] as? String == long, "\(completed)")
+        #expect(completed["source"] as? String == "read")
+        try await fake.push("Wren", to: FakeBlueZ.nameUUID)
+        let short = try parseJSON(try await watch.line(containing: "\"reading\""))
+        #expect(short["value"] as? String == "Wren" && short["source"] as? String == "notify", "\(short)")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     @Test func aChangeRightAfterTheFirstReadIsNotMissed() async throws {
         // The watch subscribes before it reads: a change the peripheral makes
         // just after answering the read is notified, not lost between the two.
@@ -206,7 +225,8 @@ struct WatchTests {
     @Test func durationStopsTheStream() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
-        let result = try await fake.birdctl("watch", "--duration", "1")
+        // By address: no listening window before the connection.
+        let result = try await fake.birdctl("watch", bird, "--duration", "1")
         #expect(result.status == 0)
         #expect(result.stdout.count == 3)
     }
