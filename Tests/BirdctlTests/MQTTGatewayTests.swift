@@ -14,12 +14,15 @@ struct MQTTGatewayTests {
         let subscriber = try await broker.subscribe(["gw/#", "homeassistant/#"])
         let watch = try fake.launch("watch", "--quiet", "--count", "4", "--mqtt", broker.url(prefix: "gw"))
         try await waitForNotifying(fake, allFields)
+        // A change before the first read's reply is superseded by the read
+        // (it is older): push once the read is published.
+        let early = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/alpha" })
         try await fake.push("10")
         let finished = try await watch.finish()
         #expect(finished.status == 0, "\(finished.stderr)")
         #expect(finished.stdout.isEmpty, "--quiet printed \(finished.stdout)")
 
-        let seen = try await subscriber.messages(until: { $0.topic == "gw/status" && $0.payload == "offline" })
+        let seen = try await early + subscriber.messages(until: { $0.topic == "gw/status" && $0.payload == "offline" })
         let topics = seen.map(\.topic)
         #expect(seen.first { $0.topic == "gw/status" }?.payload == "online")
         #expect(seen.filter { $0.topic == "gw/\(bird)/alpha" }.map(\.payload) == ["0.8", "0.1"])
@@ -122,6 +125,8 @@ struct MQTTGatewayTests {
             "watch", "alpha", "--quiet", "--mqtt", broker.url(prefix: "gw"), "--mqtt-buffer", "50", "--no-discovery")
         try await waitForNotifying(fake)
         #expect(await watch.stderr(contains: "connected to the MQTT broker"))
+        // Pushes before the first read's reply would be superseded by it: wait for it.
+        let early = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/alpha" })
         broker.stop()
         #expect(await watch.stderr(contains: "lost the MQTT broker"))
         // 100 readings: 100 values and the bird's state (a snapshot: one
@@ -131,7 +136,7 @@ struct MQTTGatewayTests {
         // Until the dropped event and the state that says the newest value
         // (birdctl may still be busy with the notifications when the broker
         // is back: then some readings come after the event).
-        let seen = try await subscriber.messages(within: .seconds(40)) { (seen: [ReceivedMessage]) in
+        let seen = try await early + subscriber.messages(within: .seconds(40)) { (seen: [ReceivedMessage]) in
             seen.contains { $0.topic == "gw/event" } && seen.contains { $0.topic == "gw/\(bird)" && $0.payload.contains("\"alpha\":0.99") }
         }
         let dropped = try #require(seen.first { $0.topic == "gw/event" }, "no dropped event in \(seen.map(\.topic))")
