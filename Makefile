@@ -12,6 +12,8 @@
 #   make bench         birdctl beside a C floor, bleak and simplepyble, and its MQTT
 #                      gateway beside watch --json | mosquitto_pub (see README)
 #   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
+#   make soak          a Bumble bird out of range and back SOAK_CYCLES (50) times under one
+#                      watch in the VM: every cycle recovers, private memory stays flat
 #
 # The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
 # deps-vm, deps-bench, deps-install, clean) are parts of these.
@@ -36,7 +38,7 @@ BUMBLE_VENV := .build/vm/bumble-venv
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release demo test test-unit test-vm \
+.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release demo soak test test-unit test-vm \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
 help:
@@ -150,6 +152,11 @@ demo: deps-vm release
 # birdctl without the Swift toolchain).
 test-vm: deps-vm release deb
 	BIRDCTL=.build/release/birdctl BIRDCTL_DEB=$(DEB) fixtures/vm/run-vm.sh test
+
+# Link loss again and again (outside make test: about ten minutes).
+SOAK_CYCLES ?= 50
+soak: deps-vm release
+	BIRDCTL=.build/release/birdctl SOAK_CYCLES=$(SOAK_CYCLES) fixtures/vm/run-vm.sh soak
 
 # birdctl beside the floor (bench/floor.c), bleak and simplepyble against the
 # fake BlueZ; prints the table and writes .build/bench/results.md.

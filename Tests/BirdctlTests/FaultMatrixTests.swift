@@ -86,7 +86,8 @@ struct FaultMatrixTests {
         let fake = try FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("Connect", seconds: -1)
-        let process = try fake.launch(command[0])
+        // A deadline far off, so that on a loaded machine it cannot come before the removal.
+        let process = try fake.launch(command[0], "--connect-timeout", "60")
         try await waitForCall(fake, "Connect")
         _ = try await fake.control.call(
             destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
