@@ -232,6 +232,9 @@ struct FaultMatrixTests {
         shell.terminationHandler = { continuation.yield($0.terminationStatus); continuation.finish() }
         try shell.run()
         try await waitForNotifying(fake)
+        // The fake answers calls in order: once it has the first read, the
+        // burst comes after the read's reply (a change before it is superseded by it).
+        try await waitForCall(fake, "ReadValue")
         try await fake.call("Burst", .string(bird), .string(FakeBlueZ.alphaUUID), .uint32(5000), .uint32(101))
         var status: Int32 = -1
         for await code in exited { status = code }
