@@ -214,7 +214,7 @@ public final class CentralDriver: @unchecked Sendable {
             cancelTimer(timer)
             timers[timer] = loop.schedule(after: delay) { [self] in
                 timers[timer] = nil
-                apply { $0.timerFired(timer) }
+                apply { $0.timerFired(timer).map(explainingConnectTimeout) }
             }
         case .cancelTimer(let timer):
             cancelTimer(timer)
@@ -266,6 +266,21 @@ public final class CentralDriver: @unchecked Sendable {
             // ServicesResolved may already be true (cached GATT): no change event will come.
             if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
             connectNext()
+        }
+    }
+
+    /// A connect deadline that passed while the adapter holds other links
+    /// says so: the controller may be at its limit (which Linux does not
+    /// report to BlueZ).
+    private func explainingConnectTimeout(_ action: BirdFleet.Action) -> BirdFleet.Action {
+        guard let adapter = core.adapter else { return action }
+        let links = client.tree.devices(on: adapter.path).filter(\.connected).count
+        guard links > 0 else { return action }
+        let explained = CommandFailure.connectTimeoutWithLinksUp(adapter: adapter.name, links: links)
+        switch action {
+        case .finish(.failed(.connectTimeout)): return .finish(.failed(explained))
+        case .report(.gaveUp(.connectTimeout)): return .report(.gaveUp(explained))
+        default: return action
         }
     }
 

@@ -18,6 +18,11 @@ public enum CommandFailure: Hashable, Sendable {
     case permissionDenied(BlueZError)
     case notFound
     case connectTimeout
+    /// The connect deadline passed while the adapter already held `links`
+    /// links: perhaps all its controller can hold. Linux does not pass a
+    /// controller's "Connection Limit Exceeded" on to BlueZ, so this is the
+    /// most a client can say.
+    case connectTimeoutWithLinksUp(adapter: String, links: Int)
     case connectFailed(BlueZError)
     case connectionLost
     case serviceMissing([BirdField])

@@ -53,7 +53,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .adapterOff: self = .adapterOff
         case .permissionDenied: self = .permissionDenied
         case .notFound: self = .notFound
-        case .connectTimeout, .connectFailed, .connectionLost: self = .connectionFailed
+        case .connectTimeout, .connectTimeoutWithLinksUp, .connectFailed, .connectionLost: self = .connectionFailed
         case .serviceMissing: self = .operationFailed
         case .pairingRequired, .pairingFailed: self = .pairingFailed
         case .operationFailed(_, let error):
@@ -83,6 +83,8 @@ extension CommandFailure {
             "permission denied by the system bus policy (\(error.message)); run as root or join the 'bluetooth' group"
         case .notFound: "no Bird found before the timeout"
         case .connectTimeout: "could not connect before the connect deadline"
+        case .connectTimeoutWithLinksUp(let adapter, let links):
+            "could not connect before the connect deadline while \(adapter) holds \(links) other link\(links == 1 ? "" : "s"): its controller may take no more"
         case .connectFailed(let error): "connection failed: \(error)"
         case .connectionLost: "the connection was lost"
         case .serviceMissing(let fields):

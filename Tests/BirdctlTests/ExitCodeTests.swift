@@ -101,6 +101,22 @@ struct ExitCodeTests {
         #expect(!calls.contains { $0.hasPrefix("Connect") }, "\(calls)")
     }
 
+    @Test func aConnectDeadlineWhileTheAdapterHoldsOtherLinksSaysSo() async throws {
+        // A controller at its connection limit: Linux tells BlueZ nothing, the
+        // Connect never ends; birdctl says how many links the adapter holds.
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -40)  // the nearest
+        let holder = try fake.launch("watch", bird, "alpha", "--json")
+        _ = try await holder.line(containing: "\"reading\"")
+        try await fake.delayNext("Connect", seconds: -1)
+        let result = try await fake.birdctl("read", "--connect-timeout", "1")
+        #expect(result.status == 7)
+        #expect(result.stderr.contains("while hci0 holds 1 other link: its controller may take no more"), "\(result.stderr)")
+        holder.signal(SIGINT)
+        #expect(try await holder.waitForExit() == 0)
+    }
+
     @Test func aConnectDeadlineExitsSevenWithinTheDeadline() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
