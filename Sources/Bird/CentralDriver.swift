@@ -87,9 +87,11 @@ public final class CentralDriver: @unchecked Sendable {
             discovery.forget()
             apply { $0.adapterRemoved(name: name) }
         case .deviceRemoved(let path):
+            linkMTUs[path] = nil
             apply { $0.deviceRemoved(path) }
         case .deviceChanged(let device, let changed):
             if changed.contains(.connected), !device.connected {
+                linkMTUs[device.path] = nil  // the next link asks again
                 apply { $0.deviceDisconnected(device.path) }
             }
             if changed.contains(.servicesResolved), device.servicesResolved {
