@@ -91,11 +91,12 @@ public final class BirdctlProcess: @unchecked Sendable {
             let data = handle.availableData
             if data.isEmpty { break }
             lines += received(data)
-            if let limit = closeAfterLines, lines >= limit {
-                try? handle.close()
-                break
-            }
+            if let limit = closeAfterLines, lines >= limit { break }
         }
+        // Closed here, not when the Pipe goes: Foundation's Process keeps its
+        // pipes alive, and a test process holding ~1,400 descriptors crashes
+        // in Process.run (it over-reads /proc/self/fd's last entries).
+        try? handle.close()
         received(Data())
         finishedReading(stdout: true)
     }
@@ -107,6 +108,7 @@ public final class BirdctlProcess: @unchecked Sendable {
             if data.isEmpty { break }
             receivedError(data)
         }
+        try? handle.close()
         finishedReading(stdout: false)
     }
 
@@ -216,6 +218,7 @@ public final class BirdctlProcess: @unchecked Sendable {
             throw TestSetupError("birdctl did not exit within \(timeout); stderr:\n\(stderr)")
         }
         drain()
+        try? stdinPipe?.fileHandleForWriting.close()
         return status
     }
 

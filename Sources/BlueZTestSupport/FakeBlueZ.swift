@@ -15,6 +15,8 @@ public final class FakeBlueZ: @unchecked Sendable {
     /// The tests' own connection, used for control calls.
     public let control: Connection
     private var process: Process?
+    /// The fake's stdout (it prints "ready"), open while it runs: it may print more.
+    private var stdout: FileHandle?
     private let parameters: String
     public let logFile: URL
     /// The fake's stderr (Python's tracebacks).
@@ -60,10 +62,16 @@ public final class FakeBlueZ: @unchecked Sendable {
         // test` reads that pipe to its end, which a fake still running would
         // hold open for ever.
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: stderrFile.path)
+        let stderrHandle = FileHandle(forWritingAtPath: stderrFile.path)
+        process.standardError = stderrHandle
         try process.run()
+        // The child has its own copies. Ours are closed by hand because
+        // Foundation's Process keeps them for as long as it lives.
+        try? stderrHandle?.close()
+        stdout = output.fileHandleForReading
         guard readLine(from: output.fileHandleForReading) == "ready" else {
             process.terminate()
+            try? output.fileHandleForReading.close()
             let log = ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
                 + ((try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
             throw TestSetupError("the fake BlueZ did not start\n\(log)")
@@ -100,6 +108,8 @@ public final class FakeBlueZ: @unchecked Sendable {
         guard let process else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
         self.process = nil
+        try? stdout?.close()
+        stdout = nil
     }
 
     /// Calls a method of the fake's control interface (see fake_bluez.py).

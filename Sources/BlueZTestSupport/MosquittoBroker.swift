@@ -227,6 +227,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
+        try? output.fileHandleForReading.close()
         // Not waitUntilExit: it hangs off the main thread (PrivateBus.stop).
         while process.isRunning { usleep(5_000) }
         if process.terminationStatus != 0 && !allowFailure {

@@ -28,7 +28,10 @@ public final class PrivateBus: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        guard let line = readLine(from: output.fileHandleForReading), line.hasPrefix("unix:") else {
+        let line = readLine(from: output.fileHandleForReading)
+        // It prints nothing more; closed now because Foundation's Process keeps its pipes.
+        try? output.fileHandleForReading.close()
+        guard let line, line.hasPrefix("unix:") else {
             process.terminate()
             throw TestSetupError("dbus-daemon did not print its address")
         }
