@@ -23,6 +23,10 @@ public final class CentralDriver: @unchecked Sendable {
     private var timers: [BirdFleet.Timer: EventLoop.TimerID] = [:]
     private var connectQueue: [(machine: BirdFleet.MachineID, device: ObjectPath)] = []
     private var connectInFlight = false
+    /// The device of the Connect in flight, until its machine gives it up (it
+    /// disconnects the device): the reply then belongs to nobody. A machine
+    /// that connects again must not take the old attempt's reply for its own.
+    private var connectOwned: ObjectPath?
     /// Devices that were connected before our Connect: not ours to disconnect.
     private var borrowedLinks: Set<ObjectPath> = []
     /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
@@ -38,7 +42,8 @@ public final class CentralDriver: @unchecked Sendable {
         confirmPairing: PairingAgent.Confirm? = nil,
         onReport: @escaping ReportHandler, onFinish: @escaping FinishHandler
     ) {
-        core = DriverCore(connection: connection, options: options)
+        // A command about one bird loads only that bird from BlueZ's cache.
+        core = DriverCore(connection: connection, options: options, focus: fleet.all ? nil : fleet.configuration.address)
         self.confirmPairing = confirmPairing
         self.fleet = fleet
         self.onReport = onReport
@@ -178,6 +183,7 @@ public final class CentralDriver: @unchecked Sendable {
             discovery.afterPending { [self] in connectNext() }
         case .disconnect(let device):
             connectQueue.removeAll { $0.device == device }
+            if connectOwned == device { connectOwned = nil }
             // A link that was up before we connected belongs to someone else
             // (another birdctl, bluetoothctl): leave it up.
             guard borrowedLinks.remove(device) == nil else { return }
@@ -216,7 +222,7 @@ public final class CentralDriver: @unchecked Sendable {
             cancelTimer(timer)
             timers[timer] = loop.schedule(after: delay) { [self] in
                 timers[timer] = nil
-                apply { $0.timerFired(timer).map(explainingConnectTimeout) }
+                timerFired(timer)
             }
         case .cancelTimer(let timer):
             cancelTimer(timer)
@@ -260,10 +266,13 @@ public final class CentralDriver: @unchecked Sendable {
         let (id, device) = connectQueue.removeFirst()
         guard fleet.runs(id) else { return connectNext() }
         connectInFlight = true
+        connectOwned = device
         if client.tree.device(device)?.connected == true { borrowedLinks.insert(device) }
         let timeout = fleet.configuration.connectTimeout + .seconds(1)
         client.perform(.connect(device: device, timeout: timeout)) { [self] result in
             connectInFlight = false
+            guard connectOwned == device else { return connectNext() }
+            connectOwned = nil
             apply { $0.connectReplied(id, result) }
             // ServicesResolved may already be true (cached GATT): no change event will come.
             if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
@@ -271,17 +280,42 @@ public final class CentralDriver: @unchecked Sendable {
         }
     }
 
+    private func timerFired(_ timer: BirdFleet.Timer) {
+        guard !core.isFinished else { return }
+        let actions = fleet.timerFired(timer)
+        guard let adapter = core.adapter, actions.contains(where: { Self.connectTimeout($0) != nil }) else {
+            return actions.forEach(perform)
+        }
+        connectedDevices(on: adapter.path) { [self] links in
+            actions.forEach { perform(explainingConnectTimeout($0, adapter: adapter.name, links: links)) }
+        }
+    }
+
+    /// How many devices are connected on an adapter. A focused tree holds
+    /// one device: BlueZ is asked for all (a rare path: a connect deadline).
+    private func connectedDevices(on adapter: ObjectPath, _ body: @escaping @Sendable (Int) -> Void) {
+        guard client.focus != nil else { return body(client.tree.devices(on: adapter).filter(\.connected).count) }
+        client.perform(.getManagedObjects()) { result in
+            body((try? result.get())?.devices(on: adapter).filter(\.connected).count ?? 0)
+        }
+    }
+
+    private static func connectTimeout(_ action: BirdFleet.Action) -> CommandFailure? {
+        switch action {
+        case .finish(.failed(let failure)), .report(.gaveUp(let failure)): if case .connectTimeout = failure { failure } else { nil }
+        default: nil
+        }
+    }
+
     /// A connect deadline that passed while the adapter holds other links
     /// says so: the controller may be at its limit (which Linux does not
     /// report to BlueZ).
-    private func explainingConnectTimeout(_ action: BirdFleet.Action) -> BirdFleet.Action {
-        guard let adapter = core.adapter else { return action }
-        let links = client.tree.devices(on: adapter.path).filter(\.connected).count
-        guard links > 0 else { return action }
-        let explained = CommandFailure.connectTimeoutWithLinksUp(adapter: adapter.name, links: links)
+    private func explainingConnectTimeout(_ action: BirdFleet.Action, adapter: String, links: Int) -> BirdFleet.Action {
+        guard links > 0, Self.connectTimeout(action) != nil else { return action }
+        let explained = CommandFailure.connectTimeoutWithLinksUp(adapter: adapter, links: links)
         switch action {
-        case .finish(.failed(.connectTimeout)): return .finish(.failed(explained))
-        case .report(.gaveUp(.connectTimeout)): return .report(.gaveUp(explained))
+        case .finish: return .finish(.failed(explained))
+        case .report: return .report(.gaveUp(explained))
         default: return action
         }
     }

@@ -25,15 +25,19 @@ final class DriverCore: @unchecked Sendable {
     /// bluetoothd is never waited for longer.
     static let exitWait = Duration.seconds(3)
 
-    init(connection: Connection, options: AdapterOptions) {
+    /// See `BlueZClient.focus`.
+    private let focus: String?
+
+    init(connection: Connection, options: AdapterOptions, focus: String? = nil) {
         self.connection = connection
         self.options = options
+        self.focus = focus
     }
 
     /// On the loop: makes the client (`prepare` sets up what uses it), then starts it.
     func start(prepare: @escaping @Sendable (BlueZClient) -> Void = { _ in }, onEvent: @escaping @Sendable (BlueZEvent) -> Void) {
         connection.loop.execute { [self] in
-            client = BlueZClient(connection: connection, onEvent: onEvent)
+            client = BlueZClient(connection: connection, focus: focus, onEvent: onEvent)
             prepare(client)
             client.start()
         }

@@ -17,16 +17,22 @@ public final class BlueZClient: @unchecked Sendable {
 
     public let connection: Connection
     private let onEvent: EventHandler
+    /// Load only this device (and the adapters), not BlueZ's whole cache.
+    public let focus: String?
 
     // Loop-confined state.
-    public private(set) var tree = ObjectTree()
+    public internal(set) var tree = ObjectTree()
     private var pendingEvents: [BlueZEvent] = []
     private enum State { case idle, loading(generation: Int), ready, unavailable }
     private var state = State.idle
     private var generation = 0
 
-    public init(connection: Connection, onEvent: @escaping EventHandler) {
+    /// `focus`: a device address when the command is about that device only
+    /// (`FocusedLoad`); the tree then holds the adapters and that device, and
+    /// whatever bluetoothd announces later.
+    public init(connection: Connection, focus: String? = nil, onEvent: @escaping EventHandler) {
         self.connection = connection
+        self.focus = focus
         self.onEvent = onEvent
     }
 
@@ -64,23 +70,45 @@ public final class BlueZClient: @unchecked Sendable {
     // MARK: Loading
 
     /// Calls GetManagedObjects; signals that arrive before its reply are
-    /// already reflected in it, so they are ignored while loading.
+    /// already reflected in it, so they are ignored while loading. With a
+    /// focus, a `FocusedLoad` instead, under which signals are applied.
     private func load() {
         generation += 1
         let current = generation
         state = .loading(generation: current)
-        perform(.getManagedObjects()) { [self] result in
-            guard case .loading(let loading) = state, loading == current else { return }
-            switch result {
-            case .success(let loaded):
-                tree = loaded
-                state = .ready
-                onEvent(.ready)
-            case .failure(let error):
-                tree = ObjectTree()
-                state = .unavailable
-                onEvent(.unavailable(error))
+        tree = ObjectTree()
+        if let focus {
+            let load = FocusedLoad(client: self, address: focus) { [self] in
+                if case .loading(let loading) = state { loading == current } else { false }
             }
+            load.start { [self] result in
+                loaded(generation: current, result.map { tree })
+            }
+        } else {
+            perform(.getManagedObjects()) { [self] result in loaded(generation: current, result) }
+        }
+    }
+
+    private func loaded(generation current: Int, _ result: Result<ObjectTree, BlueZError>) {
+        guard case .loading(let loading) = state, loading == current else { return }
+        switch result {
+        case .success(let loaded):
+            tree = loaded
+            state = .ready
+            onEvent(.ready)
+        case .failure(let error):
+            tree = ObjectTree()
+            state = .unavailable
+            onEvent(.unavailable(error))
+        }
+    }
+
+    /// Whether signals are applied now: once ready, and under a focused load.
+    private var appliesSignals: Bool {
+        switch state {
+        case .ready: true
+        case .loading: focus != nil
+        case .idle, .unavailable: false
         }
     }
 
@@ -101,13 +129,13 @@ public final class BlueZClient: @unchecked Sendable {
     // MARK: Signals
 
     private func objectManagerSignal(_ message: Message) {
-        guard isReady else { return }
+        guard appliesSignals else { return }
         tree.applyObjectManagerSignal(message) { pendingEvents.append($0) }
         deliverPendingEvents()
     }
 
     private func propertiesChanged(_ message: Message) {
-        guard isReady else { return }
+        guard appliesSignals else { return }
         tree.applyPropertiesChanged(message) { pendingEvents.append($0) }
         deliverPendingEvents()
     }
@@ -115,7 +143,8 @@ public final class BlueZClient: @unchecked Sendable {
     /// Events go out once the tree is updated (handlers read it), from a
     /// buffer kept between signals (this runs per notification).
     private func deliverPendingEvents() {
-        for event in pendingEvents { onEvent(event) }
+        // Not before `.ready`: handlers expect a loaded tree.
+        if isReady { for event in pendingEvents { onEvent(event) } }
         pendingEvents.removeAll(keepingCapacity: true)
     }
 }

@@ -152,7 +152,7 @@ extension BlueZRequest where Output == Int? {
 }
 
 extension BlueZRequest where Output == ObjectTree {
-    static func getManagedObjects() -> Self {
+    public static func getManagedObjects() -> Self {
         Self("/", BlueZNames.objectManager, "GetManagedObjects") { reply throws(BlueZError) in
             guard let value = reply.first else { throw BlueZError(.unexpectedReply, message: "empty GetManagedObjects") }
             return try ObjectTree(managedObjects: value)

@@ -41,6 +41,11 @@ public struct ObjectTree: Hashable, Sendable {
         objects[path, default: [:]].merge(interfaces) { old, new in old.merging(new) { $1 } }
     }
 
+    /// A GetAll reply: the interface's properties as they are now (the object is created).
+    mutating func set(_ path: ObjectPath, interface: String, properties: Properties) {
+        objects[path, default: [:]][interface] = properties
+    }
+
     /// InterfacesRemoved: drops the interfaces, and the object once it has none.
     /// Returns the interfaces that were there.
     @discardableResult

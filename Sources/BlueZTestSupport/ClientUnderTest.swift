@@ -9,12 +9,13 @@ public final class ClientUnderTest: @unchecked Sendable {
     private let continuation: AsyncStream<BlueZEvent>.Continuation
     private var iterator: AsyncStream<BlueZEvent>.Iterator
 
-    public init(_ fake: FakeBlueZ, start: Bool = true) throws {
+    /// `focus`: load only the device at this address (`BlueZClient.focus`).
+    public init(_ fake: FakeBlueZ, focus: String? = nil, start: Bool = true) throws {
         connection = try fake.bus.connect()
         let (stream, continuation) = AsyncStream<BlueZEvent>.makeStream()
         self.continuation = continuation
         iterator = stream.makeAsyncIterator()
-        client = BlueZClient(connection: connection) { continuation.yield($0) }
+        client = BlueZClient(connection: connection, focus: focus) { continuation.yield($0) }
         if start { client.start() }
     }
 

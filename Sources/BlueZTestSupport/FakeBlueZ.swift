@@ -156,6 +156,11 @@ public final class FakeBlueZ: @unchecked Sendable {
         try await call("DelayNext", .string(method), .double(seconds))
     }
 
+    /// Every call of `method` is answered after `seconds` (< 0: never; 0 ends it).
+    public func delayAlways(_ method: String, seconds: Double) async throws {
+        try await call("DelayAlways", .string(method), .double(seconds))
+    }
+
     /// BlueZ methods called so far, as "Method /path".
     public func calls() async throws -> [String] {
         try await call("Calls").first?.stringArray ?? []

@@ -14,6 +14,10 @@ func parseJSON(_ line: String) throws -> [String: Any] {
 
 extension FakeBlueZ {
     func birdctl(_ arguments: String..., timeout: Duration = .seconds(30)) async throws -> BirdctlProcess.Finished {
+        try await birdctl(arguments, timeout: timeout)
+    }
+
+    func birdctl(_ arguments: [String], timeout: Duration = .seconds(30)) async throws -> BirdctlProcess.Finished {
         try await BirdctlProcess.run(arguments, environment: environment, timeout: timeout)
     }
 
@@ -97,6 +101,21 @@ struct ReadTests {
         #expect(result.stdout == ["name   Robin", "color  #FF8800", "alpha  0.8"])
         let calls = try await fake.calls()
         #expect(calls.contains("Disconnect \(birdPath)"))
+    }
+
+    /// By address, birdctl loads the adapters and that bird, not every
+    /// device BlueZ remembers (GetManagedObjects grows with the cache).
+    @Test func aReadByAddressLoadsThatBirdNotBlueZsWholeCache() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.call("AddCachedDevices", .uint32(2_000))
+        try await fake.addBird(cached: true)
+        let result = try await fake.birdctl("read", bird.lowercased())
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == ["name   Robin", "color  #FF8800", "alpha  0.8"])
+        let calls = try await fake.calls()
+        #expect(!calls.contains { $0.hasPrefix("GetManagedObjects") }, "\(calls)")
+        #expect(calls.contains("Introspect \(birdPath)"))
+        #expect(calls.filter { $0.hasPrefix("Introspect") }.count < 10, "\(calls)")
     }
 
     @Test func aSingleFieldPrintsBare() async throws {

@@ -101,7 +101,10 @@ struct ExitCodeTests {
         #expect(!calls.contains { $0.hasPrefix("Connect") }, "\(calls)")
     }
 
-    @Test func aConnectDeadlineWhileTheAdapterHoldsOtherLinksSaysSo() async throws {
+    /// By address too, where birdctl loaded only that bird and asks BlueZ
+    /// for the others' links at the deadline.
+    @Test(arguments: [[], ["F0:0D:B1:7D:00:02"]])
+    func aConnectDeadlineWhileTheAdapterHoldsOtherLinksSaysSo(_ address: [String]) async throws {
         // A controller at its connection limit: Linux tells BlueZ nothing, the
         // Connect never ends; birdctl says how many links the adapter holds.
         let fake = try FakeBlueZ()
@@ -109,12 +112,27 @@ struct ExitCodeTests {
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -40)  // the nearest
         let holder = try fake.launch("watch", bird, "alpha", "--json")
         _ = try await holder.line(containing: "\"reading\"")
-        try await fake.delayNext("Connect", seconds: -1)
-        let result = try await fake.birdctl("read", "--connect-timeout", "1")
+        // Every Connect: by address, birdctl first tries the cached bird
+        // without hearing it, then looks for it and connects again.
+        try await fake.delayAlways("Connect", seconds: -1)
+        let result = try await fake.birdctl(["read"] + address + ["--connect-timeout", "1"])
         #expect(result.status == 7)
         #expect(result.stderr.contains("while hci0 holds 1 other link: its controller may take no more"), "\(result.stderr)")
         holder.signal(SIGINT)
         #expect(try await holder.waitForExit() == 0)
+    }
+
+    /// A cached bird is tried without hearing it first; when that Connect
+    /// hangs, birdctl looks for the bird and connects again. The first
+    /// Connect's late failure is nobody's: it must not end the second.
+    @Test func aConnectGivenUpOnIsNotTakenForTheNextOne() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        try await fake.delayNext("Connect", seconds: -1)
+        let result = try await fake.birdctl("read", bird, "alpha", "--connect-timeout", "2")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == ["0.8"])
+        #expect(try await fake.calls().filter { $0.hasPrefix("Connect ") }.count == 2)
     }
 
     @Test func aConnectDeadlineExitsSevenWithinTheDeadline() async throws {

@@ -1,4 +1,4 @@
-import BlueZ
+@testable import BlueZ
 import BlueZTestSupport
 import DBus
 import Testing
@@ -121,6 +121,56 @@ struct BlueZClientTests {
         #expect(actual == expected)
         #expect(actual.adapters.map(\.interfaceName) == ["hci0", "hci2"])
         #expect(actual.device(birdPath)?.connected == false)
+    }
+
+    /// A focused tree is GetManagedObjects' tree cut to the adapters and the
+    /// one device, loaded without GetManagedObjects, and it follows changes.
+    @Test func aFocusedTreeHoldsTheAdaptersAndTheOneDeviceAsGetManagedObjectsDoes() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        try await fake.call("AddCachedDevices", .uint32(500))
+        try await fake.addBird(cached: true)
+        let other = try ClientUnderTest(fake)
+        try await other.ready()
+        try await other.connectBird()  // services resolved: GATT objects under the device
+
+        let test = try ClientUnderTest(fake, focus: birdAddress.lowercased())
+        try await test.ready()
+        func expected() async throws -> ObjectTree {
+            var tree = ObjectTree()
+            let full = try ObjectTree(managedObjects: try await fake.managedObjects())
+            for (path, interfaces) in full.objects
+            where path.parent == "/org/bluez" || path == birdPath || path.isDescendant(of: birdPath) {
+                tree.add(path, interfaces: interfaces)
+            }
+            return tree
+        }
+        #expect(try await fake.calls().filter { $0.hasPrefix("GetManagedObjects") }.count == 1)  // the other client's
+        #expect(await test.client.snapshot() == (try await expected()))
+        #expect(await test.client.snapshot().adapters.count == 2)
+
+        try await fake.call("DropLink", .string(birdAddress))
+        try await test.next { if case .deviceChanged(let d, _) = $0 { d.path == birdPath && !d.connected } else { false } }
+        #expect(await test.client.snapshot() == (try await expected()))
+    }
+
+    @Test func introspectionReadsTheRootsInterfacesAndChildrenOnly() {
+        let bluetoothd = """
+            <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+            "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+            <node><interface name="org.freedesktop.DBus.Introspectable"><method name="Introspect">
+            <arg name="xml" type="s" direction="out"/></method></interface>
+            <interface name="org.bluez.Device1"><method name="Connect"></method>
+            <property name="Name" type="s" access="read"></property></interface>
+            <node name="service000a"/><node name="service0010"></node></node>
+            """
+        let parsed = Introspection(xml: bluetoothd)
+        #expect(parsed.interfaces == ["org.freedesktop.DBus.Introspectable", "org.bluez.Device1"])
+        #expect(parsed.children == ["service000a", "service0010"])
+        // dbus-python names the root; a nested child's children are not ours;
+        // a name that is no path element is dropped.
+        let nested = Introspection(xml: #"<node name="/a"><node name="b"><node name="c"/></node><node name="../x"/></node>"#)
+        #expect(nested.children == ["b"])
+        #expect(Introspection(xml: "<node").children.isEmpty)
     }
 
     @Test func aTreeWithFiveThousandCachedDevicesWorks() async throws {
