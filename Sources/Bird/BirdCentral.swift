@@ -97,6 +97,13 @@ public struct BirdCentral: Sendable {
     private var unsubscribed: Set<BirdField> = []
     /// A pairing was tried on the current link (a second refusal ends it).
     private var pairedOnThisLink = false
+    /// The last unordered notification of each field whose read is pending
+    /// (see `valueChanged`), reported after the read.
+    private var heldNotifications: [BirdField: HeldNotification] = [:]
+    private struct HeldNotification: Hashable, Sendable {
+        var raw: [UInt8]
+        var mtu: Int?
+    }
     private var readings = 0
 
     public init(_ configuration: Configuration) {
@@ -325,6 +332,7 @@ public struct BirdCentral: Sendable {
 
     private mutating func beginReading(_ link: Link) -> [Action] {
         state = .reading(link, pending: Set(configuration.fields))
+        heldNotifications = [:]
         return configuration.fields.map { .read($0, link.characteristics[$0]!) }
     }
 
@@ -439,6 +447,15 @@ public struct BirdCentral: Sendable {
     // MARK: Reading and streaming
 
     public mutating func readCompleted(_ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
+        guard case .reading(let link, _) = state else { return [] }
+        let actions = settleRead(field, result)
+        guard let held = heldNotifications.removeValue(forKey: field), let path = link.characteristics[field] else {
+            return actions
+        }
+        return actions + valueChanged(path, held.raw, mtu: held.mtu, ordered: false)
+    }
+
+    private mutating func settleRead(_ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
         guard case .reading(let link, var pending) = state, pending.remove(field) != nil else { return [] }
         var actions: [Action]
         switch result {
@@ -524,7 +541,15 @@ public struct BirdCentral: Sendable {
     /// space may be cut, so the field is read instead, and the read's value
     /// (the whole one) is reported. Notifications of it meanwhile are
     /// superseded by the read.
-    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil) -> [Action] {
+    ///
+    /// `ordered`: false for a notification that came another way than the
+    /// read's reply (AcquireNotify's socket, past dbus-daemon): arriving
+    /// before the reply, it may still be newer than the value read. The last
+    /// such one is kept and reported after the read, so the newest value is
+    /// the last one printed.
+    public mutating func valueChanged(
+        _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
+    ) -> [Action] {
         let link: Link
         let unread: Set<BirdField>
         switch state {
@@ -532,7 +557,11 @@ public struct BirdCentral: Sendable {
         case .reading(let l, let pending) where configuration.isWatch: (link, unread) = (l, pending)
         default: return []
         }
-        guard let field = link.field(of: characteristic), !unread.contains(field) else { return [] }
+        guard let field = link.field(of: characteristic) else { return [] }
+        if unread.contains(field) {
+            if !ordered { heldNotifications[field] = HeldNotification(raw: raw, mtu: mtu) }
+            return []
+        }
         if let mtu, mtu > 3, raw.count >= mtu - 3 {
             state = .reading(link, pending: unread.union([field]))
             return [.read(field, characteristic)]

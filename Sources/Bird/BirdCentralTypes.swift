@@ -43,13 +43,15 @@ extension BirdCentral {
         /// Bird is heard before connecting to the strongest heard (nil: the
         /// first heard).
         public var listeningWindow: Duration?
+        /// How the driver subscribes (the machine only asks it to).
+        public var notifyMethod: NotifyMethod
 
         public init(
             mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
             scanTimeout: Duration? = .seconds(10), connectTimeout: Duration = .seconds(10), connectAttempts: Int = 4,
             retryBackoff: Duration = .milliseconds(250), maximumReadings: Int? = nil, duration: Duration? = nil,
             pairs: Bool = true, pairTimeout: Duration = .seconds(30),
-            listeningWindow: Duration? = BirdCentral.defaultListeningWindow
+            listeningWindow: Duration? = BirdCentral.defaultListeningWindow, notifyMethod: NotifyMethod = .auto
         ) {
             self.mode = mode
             self.fields = fields
@@ -64,6 +66,7 @@ extension BirdCentral {
             self.pairs = pairs
             self.pairTimeout = pairTimeout
             self.listeningWindow = listeningWindow
+            self.notifyMethod = notifyMethod
         }
 
         var isWatch: Bool { if case .watch = mode { true } else { false } }

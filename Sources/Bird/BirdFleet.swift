@@ -170,9 +170,12 @@ public struct BirdFleet: Sendable {
         everyMachine { $0.characteristicRemoved(path) }
     }
 
-    /// A notification (or BlueZ's echo of a read), over a link of this ATT MTU if known.
-    public mutating func valueChanged(_ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil) -> [Action] {
-        everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu) }
+    /// A notification (or BlueZ's echo of a read), over a link of this ATT
+    /// MTU if known; `ordered`: see `BirdCentral.valueChanged`.
+    public mutating func valueChanged(
+        _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
+    ) -> [Action] {
+        everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
     }
 
     // MARK: Replies

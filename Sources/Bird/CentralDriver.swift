@@ -17,6 +17,7 @@ public final class CentralDriver: @unchecked Sendable {
     private let onReport: ReportHandler
     private let onFinish: FinishHandler
     private var discovery: Discovery!
+    private var subscriptions: NotifySubscriptions!
 
     // Loop-confined state.
     private var fleet: BirdFleet
@@ -51,7 +52,11 @@ public final class CentralDriver: @unchecked Sendable {
     }
 
     public func start() {
-        core.start(prepare: { [self] client in discovery = Discovery(client: client) }) { [self] event in handle(event) }
+        core.start(prepare: { [self] client in
+            discovery = Discovery(client: client)
+            subscriptions = NotifySubscriptions(client: client, method: fleet.configuration.notifyMethod)
+            core.onFinish { [self] in subscriptions.releaseAll() }
+        }) { [self] event in handle(event) }
     }
 
     /// SIGINT/SIGTERM: undo what was done, then finish.
@@ -97,6 +102,7 @@ public final class CentralDriver: @unchecked Sendable {
         case .deviceChanged(let device, let changed):
             if changed.contains(.connected), !device.connected {
                 linkMTUs[device.path] = nil  // the next link asks again
+                subscriptions.linkEnded(device.path)
                 apply { $0.deviceDisconnected(device.path) }
             }
             if changed.contains(.servicesResolved), device.servicesResolved {
@@ -197,11 +203,12 @@ public final class CentralDriver: @unchecked Sendable {
                 apply { $0.writeCompleted(id, result) }
             }
         case .startNotify(let id, let field, let characteristic):
-            client.perform(.startNotify(characteristic: characteristic)) { [self] result in
-                apply { $0.notifyStarted(id, field, result.map { _ in }) }
-            }
+            subscriptions.subscribe(
+                characteristic,
+                notified: { [self] path, value, mtu in apply { $0.valueChanged(path, value, mtu: mtu, ordered: false) } },
+                completion: { [self] result in apply { $0.notifyStarted(id, field, result) } })
         case .stopNotify(let characteristic):
-            core.cleanup { done in client.perform(.stopNotify(characteristic: characteristic)) { _ in done() } }
+            core.cleanup { [subscriptions] done in subscriptions?.unsubscribe(characteristic, done: done) }
         case .pair(let id, let device):
             withAgent { [self] registered in
                 guard case .success = registered else { return apply { $0.pairCompleted(id, registered) } }

@@ -70,6 +70,15 @@ struct Arguments {
         return .milliseconds(Int64((value * 1000).rounded()))
     }
 
+    /// `--notify-method auto|acquire|start`, default auto.
+    func notifyMethod() throws(UsageError) -> NotifyMethod {
+        guard let text = value(.notifyMethod) else { return .auto }
+        guard let method = NotifyMethod(rawValue: text) else {
+            throw UsageError("--notify-method expects auto, acquire or start, got '\(text)'")
+        }
+        return method
+    }
+
     /// `--connect-timeout S`, default 10 s (0 is not "no limit" here: a deadline is the point).
     func connectTimeout() throws(UsageError) -> Duration {
         try seconds(.connectTimeout, default: .seconds(10), zeroMeansNone: false) ?? .seconds(10)

@@ -89,7 +89,7 @@ extension CommandFailure {
         case .connectionLost: "the connection was lost"
         case .serviceMissing(let fields):
             "the peripheral does not offer \(fields.map(\.rawValue).joined(separator: ", "))"
-        case .operationFailed(let what, let error): "could not \(what): \(error)"
+        case .operationFailed(let what, let error): "could not \(what): \(explained(error))"
         case .pairingRequired(let error):
             "the bird requires pairing (\(error)); run 'birdctl pair ADDRESS', or leave out --no-pair"
         case .pairingFailed(let error):
@@ -99,4 +99,13 @@ extension CommandFailure {
             }
         }
     }
+}
+
+/// A BlueZ error, with what a person can do about it where birdctl knows.
+func explained(_ error: BlueZError) -> String {
+    if error.kind == .notPermitted && error.message == "Notify acquired" {
+        return "another client holds these notifications through AcquireNotify, and bluetoothd gives them "
+            + "to it alone; to share them, watch with --notify-method start in every client"
+    }
+    return "\(error)"
 }

@@ -56,6 +56,10 @@ extension Option {
     static let duration = Option("--duration", value: "S", "stop after S seconds")
     static let all = Option("--all", "follow every Bird in range; every line carries the address")
     static let noReconnect = Option("--no-reconnect", "exit 7 when the link is lost instead of reconnecting")
+    static let notifyMethod = Option(
+        "--notify-method", value: "auto|acquire|start",
+        "auto (default): a socket from bluetoothd (AcquireNotify) where offered, else signals (StartNotify); "
+            + "acquire: the socket only; start: signals only, which other clients of the bird can share")
 
     static let quiet = Option("--quiet", "print no readings or events (errors still go to stderr); with --mqtt")
 

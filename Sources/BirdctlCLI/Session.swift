@@ -55,6 +55,7 @@ final class Session: @unchecked Sendable {
     private static let trace: @Sendable (Bool, Message) -> Void = { outgoing, message in
         var text = (outgoing ? "→ " : "← ") + message.description
         if let arguments = try? message.arguments(), !arguments.isEmpty {
+            arguments.forEach { $0.closeDescriptors() }  // the trace's own copies (AcquireNotify's socket)
             let rendered = arguments.map { "\($0)" }.joined(separator: ", ")
             text += " " + (rendered.count > 400 ? String(rendered.prefix(400)) + "…" : rendered)
         }

@@ -125,6 +125,30 @@ extension BlueZRequest where Output == Void {
     }
 }
 
+/// What AcquireNotify hands over: a SOCK_SEQPACKET socket carrying one
+/// notification per datagram, and the link's ATT MTU. The caller owns `fd`.
+public struct AcquiredNotify: Sendable {
+    public let fd: Int32
+    public let mtu: Int
+}
+
+extension BlueZRequest where Output == AcquiredNotify {
+    /// Notifications through a socket instead of PropertiesChanged signals
+    /// through dbus-daemon. bluetoothd gives them to this client only: while
+    /// it holds them, others' StartNotify and AcquireNotify fail.
+    public static func acquireNotify(characteristic: ObjectPath) -> Self {
+        Self(characteristic, BlueZNames.gattCharacteristic, "AcquireNotify", [.propertyMap([:])]) {
+            reply throws(BlueZError) in
+            guard reply.count == 2, case .unixFD(let fd) = reply[0], let mtu = reply[1].integer.flatMap({ Int(exactly: $0) })
+            else {
+                reply.forEach { $0.closeDescriptors() }
+                throw BlueZError(.unexpectedReply, message: "AcquireNotify returned \(reply.map(\.signature))")
+            }
+            return AcquiredNotify(fd: fd, mtu: mtu)
+        }
+    }
+}
+
 extension BlueZRequest where Output == [UInt8] {
     public static func readValue(characteristic: ObjectPath, offset: UInt16 = 0) -> Self {
         let options: [String: DBusValue] = offset == 0 ? [:] : ["offset": .uint16(offset)]

@@ -111,6 +111,9 @@ public struct GattCharacteristic: Hashable, Sendable {
     public var value: [UInt8]
     /// The link's ATT MTU, if BlueZ says (5.62 and later).
     public var mtu: Int?
+    /// Whether a client holds the notifications through AcquireNotify; nil
+    /// when BlueZ does not offer AcquireNotify for this characteristic.
+    public var notifyAcquired: Bool?
 
     init?(path: ObjectPath, _ p: ObjectTree.Properties) {
         guard let uuid = p["UUID"]?.string, let service = p["Service"]?.objectPath else { return nil }
@@ -121,6 +124,7 @@ public struct GattCharacteristic: Hashable, Sendable {
         self.notifying = p["Notifying"]?.bool ?? false
         self.value = p["Value"]?.bytes ?? []
         self.mtu = p["MTU"]?.integer.flatMap { Int(exactly: $0) }
+        self.notifyAcquired = p["NotifyAcquired"]?.bool
     }
 
     public var canRead: Bool { flags.contains("read") }

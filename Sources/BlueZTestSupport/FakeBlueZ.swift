@@ -156,6 +156,11 @@ public final class FakeBlueZ: @unchecked Sendable {
         try await call("DelayNext", .string(method), .double(seconds))
     }
 
+    /// Every call of `method` fails with this error (an empty name ends it).
+    public func failAlways(_ method: String, _ error: String, _ message: String = "") async throws {
+        try await call("FailAlways", .string(method), .string(error), .string(message))
+    }
+
     /// Every call of `method` is answered after `seconds` (< 0: never; 0 ends it).
     public func delayAlways(_ method: String, seconds: Double) async throws {
         try await call("DelayAlways", .string(method), .double(seconds))

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A D-Bus object path such as `/org/bluez/hci0`.
 public struct ObjectPath: Hashable, Sendable, Comparable, CustomStringConvertible,
     ExpressibleByStringLiteral
@@ -220,5 +222,20 @@ extension DBusValue {
 enum DBusNames {
     static func isNameByte(_ b: UInt8) -> Bool {
         (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F
+    }
+}
+
+extension DBusValue {
+    /// Closes every descriptor in the value: one decoded from a message is a
+    /// duplicate libdbus made for the decoder, so a decoder that does not
+    /// keep it (a trace, a reply it refuses) closes it.
+    public func closeDescriptors() {
+        switch self {
+        case .unixFD(let fd): _ = Glibc.close(fd)
+        case .array(_, let values), .structure(let values): values.forEach { $0.closeDescriptors() }
+        case .dictionary(_, _, let entries): entries.forEach { $0.key.closeDescriptors(); $0.value.closeDescriptors() }
+        case .variant(let value): value.closeDescriptors()
+        default: break
+        }
     }
 }

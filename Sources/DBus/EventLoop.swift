@@ -103,6 +103,14 @@ public final class EventLoop: @unchecked Sendable {
         return watch
     }
 
+    /// Like `watchReadable`, with poll's revents (POLLHUP: the other end closed).
+    @discardableResult
+    public func watchReadable(_ fd: Int32, revents handler: @escaping (Int16) -> Void) -> AnyObject {
+        let watch = IOWatch(fd: fd, events: Int16(POLLIN), handler: handler)
+        addWatch(watch)
+        return watch
+    }
+
     public func unwatch(_ token: AnyObject) {
         if let watch = token as? IOWatch { removeWatch(watch) }
     }

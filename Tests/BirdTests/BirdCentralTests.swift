@@ -406,6 +406,28 @@ struct BirdCentralTests {
         #expect(m.central.valueChanged("/org/bluez/hci0/other/char", Array("1".utf8)) == [])
     }
 
+    @Test func anUnorderedNotificationDuringTheReadIsReportedAfterItNotDropped() {
+        // AcquireNotify's socket bypasses dbus-daemon: a notification may
+        // arrive before the read's reply and still be newer than the value
+        // read. The last one per field comes after the read.
+        var m = Machine(.watch(reconnect: true)).streaming()
+        let alpha = characteristics[.alpha]!
+        #expect(m.central.valueChanged(alpha, Array("55".utf8), mtu: 23).count == 1)
+        let cut = Array("Troglodytes troglodytes".utf8)
+        let name = characteristics[.name]!
+        #expect(m.central.valueChanged(name, Array(cut.prefix(20)), mtu: 23) == [.read(.name, name)])
+        #expect(m.central.valueChanged(name, Array("Robin".utf8), mtu: 23, ordered: false) == [])
+        #expect(m.central.valueChanged(name, Array("Wren".utf8), mtu: 23, ordered: false) == [])
+        #expect(m.central.readCompleted(.name, .success(cut)) == [
+            .report(.reading(robin, .name("Troglodytes troglodytes"), raw: cut, notified: false)),
+            .report(.reading(robin, .name("Wren"), raw: Array("Wren".utf8), notified: true)),
+        ])
+        // Ordered ones (signals, behind the reply on the same connection) are older: dropped.
+        #expect(m.central.valueChanged(name, Array(cut.prefix(20)), mtu: 23) == [.read(.name, name)])
+        #expect(m.central.valueChanged(name, Array("Robin".utf8), mtu: 23) == [])
+        #expect(m.central.readCompleted(.name, .success(cut)).count == 1)
+    }
+
     @Test func aNotificationThatFillsTheMTUIsCompletedByARead() {
         // MTU 23: a notification carries at most 20 bytes; a longer name arrives cut.
         var m = Machine(.watch(reconnect: true)).streaming()

@@ -146,7 +146,7 @@ struct FaultMatrixTests {
         try await fake.addBird()
         for (index, error) in Self.errors.enumerated() {
             try await fake.failNext("StartNotify", error, "injected failure \(index)")
-            let watch = try fake.launch("watch", "--json")
+            let watch = try fake.launch("watch", "--json", "--notify-method", "start")
             let reported = try parseJSON(try await watch.line(containing: "injected failure \(index)"))
             #expect(reported["event"] as? String == "error", "\(error)")
             // Another field than the one refused streams on.

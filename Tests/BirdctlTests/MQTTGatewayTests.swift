@@ -167,8 +167,9 @@ struct MQTTGatewayTests {
         try await fake.addBird()
         let broker = try MosquittoBroker()
         let subscriber = try await broker.subscribe(["+/\(bird)/alpha"])
+        // Three clients of one bird's notifications: signals, which they share.
         let gateways = try ["kitchen", "hall", "attic"].map {
-            try fake.launch("watch", "alpha", "--json", "--mqtt", broker.url(prefix: $0))
+            try fake.launch("watch", "alpha", "--json", "--notify-method", "start", "--mqtt", broker.url(prefix: $0))
         }
         // Each reads after subscribing: its first reading means it is notified.
         for gateway in gateways { _ = try await gateway.line(containing: "\"reading\"") }

@@ -150,16 +150,56 @@ struct WatchTests {
     @Test func ctrlCStopsNotifyAndDisconnects() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
-        let watch = try fake.launch("watch")
+        let watch = try fake.launch("watch", "--notify-method", "start")
         _ = try await watch.line(containing: "alpha")
         try await waitForNotifying(fake, allFields)
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
         let calls = try await fake.calls()
+        #expect(!calls.contains { $0.hasPrefix("AcquireNotify") })
         let stops = calls.filter { $0.hasPrefix("StopNotify") }
         #expect(stops.count == 3)
         let disconnect = try #require(calls.lastIndex(of: "Disconnect \(birdPath)"))
         #expect(calls.lastIndex { $0.hasPrefix("StopNotify") }! < disconnect)
+    }
+
+    /// By default notifications come through AcquireNotify's sockets (the fake
+    /// offers it, as bluetoothd does); Ctrl-C and SIGTERM close them, which
+    /// releases them (bluetoothd sees its end close), before the Disconnect.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func aSignalReleasesTheAcquiredNotifications(_ signal: Int32) async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "--json")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake, allFields)
+        try await fake.push("42")
+        let pushed = try parseJSON(try await watch.line(containing: "\"value\":0.42"))
+        #expect(pushed["source"] as? String == "notify")
+        watch.signal(signal)
+        #expect(try await watch.waitForExit() == 0)
+        var calls: [String] = []
+        for _ in 0..<200 {
+            calls = try await fake.calls()
+            if calls.filter({ $0.hasPrefix("ReleaseNotify") }).count == 3 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(calls.filter { $0.hasPrefix("AcquireNotify") }.count == 3, "\(calls)")
+        #expect(calls.filter { $0.hasPrefix("ReleaseNotify") }.count == 3, "\(calls)")
+        #expect(!calls.contains { $0.hasPrefix("StartNotify") || $0.hasPrefix("StopNotify") }, "\(calls)")
+    }
+
+    /// AcquireNotify refused (another client subscribed with StartNotify, or
+    /// BlueZ will not): auto falls back to StartNotify; `acquire` fails.
+    @Test(arguments: [("auto", 0), ("acquire", 9)])
+    func anAcquireNotifyRefusedFallsBackToStartNotifyUnlessAcquireIsAsked(_ method: String, _ status: Int32) async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.failAlways("AcquireNotify", "org.bluez.Error.InProgress", "In Progress")
+        let result = try await fake.birdctl("watch", bird, "alpha", "--notify-method", method, "--count", "1", "--json")
+        #expect(result.status == status, "\(result.stderr)")
+        let calls = try await fake.calls()
+        #expect(calls.contains { $0.hasPrefix("StartNotify") } == (method == "auto"), "\(calls)")
     }
 
     @Test func aClosedStdoutEndsQuietly() async throws {
@@ -255,14 +295,29 @@ let allFields = [FakeBlueZ.nameUUID, FakeBlueZ.colorUUID, FakeBlueZ.alphaUUID]
 
 @Suite("birdctl beside other clients")
 struct SharedLinkTests {
+    /// bluetoothd gives acquired notifications to one client: a second
+    /// watch is told who holds them and how to share.
+    @Test func aSecondWatchOfNotificationsAnotherAcquiredSaysHowToShare() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let first = try fake.launch("watch", bird, "alpha", "--json")
+        _ = try await first.line(containing: "\"reading\"")
+        let second = try await fake.birdctl("watch", bird, "alpha")
+        #expect(second.status != 0)
+        #expect(second.stderr.contains("another client holds these notifications through AcquireNotify"), "\(second.stderr)")
+        #expect(second.stderr.contains("--notify-method start"), "\(second.stderr)")
+        first.signal(SIGINT)
+        #expect(try await first.waitForExit() == 0)
+    }
+
     @Test func aSecondWatchEndingLeavesTheFirstStreaming() async throws {
         // bluetoothd keeps one notify session per client: the second watch's
         // StopNotify ends its own, and it leaves up the link it found up.
         let fake = try FakeBlueZ()
         try await fake.addBird()
-        let first = try fake.launch("watch", "alpha", "--json")
+        let first = try fake.launch("watch", "alpha", "--json", "--notify-method", "start")
         _ = try await first.line(containing: "\"reading\"")
-        let second = try fake.launch("watch", bird, "alpha", "--json")
+        let second = try fake.launch("watch", bird, "alpha", "--json", "--notify-method", "start")
         _ = try await second.line(containing: "\"reading\"")
         second.signal(SIGINT)
         #expect(try await second.waitForExit() == 0)

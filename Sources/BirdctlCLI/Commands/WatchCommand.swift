@@ -15,6 +15,12 @@ enum WatchCommand {
             off, it waits and resumes. --json prints JSON Lines: readings and events
             (found, connected, ...).
 
+            Notifications come through a socket bluetoothd hands over (AcquireNotify,
+            past dbus-daemon) where it offers one; bluetoothd then gives that bird's
+            notifications to this watch only, and another client's subscription fails
+            with "Notify acquired". --notify-method start uses signals instead, which
+            several clients (a second watch, a gateway, bluetoothctl) can share.
+
             MQTT: with --mqtt URL, every reading is also published to the broker
             (QoS 1): the value to PREFIX/ADDRESS/FIELD and the bird's JSON state to
             PREFIX/ADDRESS (both retained), events to PREFIX/ADDRESS/event,
@@ -31,7 +37,7 @@ enum WatchCommand {
             ends (it waits while the broker makes progress).
             """,
         options: [
-            .all, .count, .duration, .noReconnect,
+            .all, .count, .duration, .noReconnect, .notifyMethod,
             .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
             .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .noDiscovery, .quiet, .help,
@@ -51,7 +57,7 @@ enum WatchCommand {
             connectTimeout: try arguments.connectTimeout(),
             maximumReadings: try arguments.integer(.count, range: 1...Int.max),
             duration: try arguments.seconds(.duration, default: nil), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout())
+            pairTimeout: try arguments.pairTimeout(), notifyMethod: try arguments.notifyMethod())
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         let quiet = arguments.has(.quiet)

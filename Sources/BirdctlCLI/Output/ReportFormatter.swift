@@ -115,7 +115,7 @@ struct ReportFormatter {
         case .connected(let p): "connected to \(label(p))"
         case .disconnected(let p): "disconnected from \(label(p))"
         case .retrying(let p, let attempt, let error): "connecting to \(p.address) failed (\(error)); attempt \(attempt)"
-        case .operationFailed(let p, let what, let error): "could not \(what) on \(p.address): \(error)"
+        case .operationFailed(let p, let what, let error): "could not \(what) on \(p.address): \(explained(error))"
         case .gaveUp(let failure): failure.message
         case .waiting(let message): message
         case .pairing(let p): "pairing with \(label(p))"
