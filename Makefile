@@ -94,7 +94,7 @@ test: test-unit fuzz-regress sanitize test-install test-vm
 
 test-unit: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	fixtures/in-own-session.sh $(SWIFT) test --skip-build
 
 # swiftc has no UndefinedBehaviorSanitizer for Swift (Swift traps overflow and
 # out-of-bounds access itself); ASan covers every test, birdctl included
@@ -106,9 +106,11 @@ test-unit: deps
 # flat-memory check (1,000,000 notifications).
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build-asan
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/fixtures/asan.supp $(SWIFT) test --skip-build --build-path .build-asan
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/fixtures/asan.supp fixtures/in-own-session.sh \
+	    $(SWIFT) test --skip-build --build-path .build-asan
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
-	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(SWIFT) test --skip-build --build-path .build-tsan \
+	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp fixtures/in-own-session.sh \
+	    $(SWIFT) test --skip-build --build-path .build-tsan \
 	    --filter 'DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,

@@ -6,6 +6,7 @@
  *   floor read  ADDRESS UUID         connect if needed, read, print, disconnect
  *   floor watch ADDRESS UUID COUNT   read, subscribe, print a line per value
  *                                    until COUNT lines (0: forever)
+ *   floor acquire ADDRESS UUID COUNT the same through AcquireNotify's socket
  *
  * Values are printed as birdctl prints alpha: "HH:MM:SS.mmm  ADDRESS  alpha  0.42".
  */
@@ -15,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 #include <sys/time.h>
+#include <sys/socket.h>
+#include <errno.h>
+#include <unistd.h>
 
 static DBusConnection *bus;
 static const char *address;
@@ -227,12 +231,45 @@ static int print_notification(DBusMessage *signal) {
     return 0;
 }
 
+/* AcquireNotify: one notification per datagram on the socket it returns;
+ * flush only before blocking, as the signal loop does. */
+static void watch_acquired(long count) {
+    DBusMessage *message = method(char_path, "org.bluez.GattCharacteristic1", "AcquireNotify");
+    DBusMessageIter args, options;
+    dbus_message_iter_init_append(message, &args);
+    dbus_message_iter_open_container(&args, DBUS_TYPE_ARRAY, "{sv}", &options);
+    dbus_message_iter_close_container(&args, &options);
+    DBusMessage *reply = send_and_wait(message);
+    int fd = -1;
+    dbus_uint16_t mtu = 0;
+    DBusError error;
+    dbus_error_init(&error);
+    if (!dbus_message_get_args(reply, &error, DBUS_TYPE_UNIX_FD, &fd, DBUS_TYPE_UINT16, &mtu, DBUS_TYPE_INVALID))
+        die("AcquireNotify", &error);
+    dbus_message_unref(reply);
+    unsigned char buffer[600];
+    long printed = 1;
+    while (count == 0 || printed < count) {
+        ssize_t length = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (length < 0 && errno == EAGAIN) {
+            fflush(stdout);
+            length = recv(fd, buffer, sizeof buffer, 0);
+        }
+        if (length < 0) die("the notify socket failed", NULL);
+        print_alpha(buffer, (int)length);
+        printed++;
+    }
+    fflush(stdout);
+    close(fd);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 4 || (strcmp(argv[1], "read") != 0 && strcmp(argv[1], "watch") != 0)) {
-        fprintf(stderr, "usage: floor read ADDRESS UUID | floor watch ADDRESS UUID COUNT\n");
+    if (argc < 4 || (strcmp(argv[1], "read") != 0 && strcmp(argv[1], "watch") != 0 && strcmp(argv[1], "acquire") != 0)) {
+        fprintf(stderr, "usage: floor read ADDRESS UUID | floor watch|acquire ADDRESS UUID COUNT\n");
         return 2;
     }
-    int watch = strcmp(argv[1], "watch") == 0;
+    int acquire = strcmp(argv[1], "acquire") == 0;
+    int watch = strcmp(argv[1], "watch") == 0 || acquire;
     address = argv[2];
     const char *uuid = argv[3];
     long count = watch && argc > 4 ? atol(argv[4]) : 0;
@@ -253,6 +290,18 @@ int main(int argc, char **argv) {
             DBusMessage *message = method(device_path, "org.bluez.Device1", "Disconnect");
             dbus_message_unref(send_and_wait(message));
         }
+        return 0;
+    }
+
+    if (acquire) {
+        read_and_print();
+        watch_acquired(count);
+        return 0;
+    }
+
+    if (acquire) {
+        read_and_print();
+        watch_acquired(count);
         return 0;
     }
 

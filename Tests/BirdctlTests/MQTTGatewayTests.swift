@@ -144,7 +144,8 @@ struct MQTTGatewayTests {
         #expect(event["event"] as? String == "dropped")
         let count = try #require(event["messages"] as? Int)
         #expect((50...60).contains(count), "dropped \(count)")
-        #expect(watch.stderr.contains("dropped the \(count) oldest"), "\(watch.stderr)")
+        // stderr is read apart from the broker's messages: wait for the line.
+        #expect(await watch.stderr(contains: "dropped the \(count) oldest"), "\(watch.stderr)")
         // What was kept is the newest, in order: the readings after the
         // initial read (and its retained copy) run up to 99 without a gap.
         // QoS 1 is at least once: a message in flight when the broker came
