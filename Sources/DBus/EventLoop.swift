@@ -98,9 +98,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Calls `handler` on the loop whenever `fd` is readable, until `removeWatch`.
     @discardableResult
     public func watchReadable(_ fd: Int32, _ handler: @escaping () -> Void) -> AnyObject {
-        let watch = IOWatch(fd: fd, events: Int16(POLLIN)) { _ in handler() }
-        addWatch(watch)
-        return watch
+        watchReadable(fd, revents: { _ in handler() })
     }
 
     /// Like `watchReadable`, with poll's revents (POLLHUP: the other end closed).
