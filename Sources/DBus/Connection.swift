@@ -272,8 +272,11 @@ public final class Connection: @unchecked Sendable {
             }
             return true
         case .signal:
+            // Handled: libdbus would otherwise look the path up among
+            // registered objects (none: exports are dispatched here), which
+            // splits the path into allocated strings per signal.
             deliverSignal(message)
-            return false
+            return true
         case .methodCall:
             if let reply = refusal(of: message) ?? exports.handle(message, on: self), message.expectsReply {
                 _ = sendNow(reply)

@@ -210,6 +210,8 @@ public final class EventLoop: @unchecked Sendable {
     private func fireDueTimers() {
         guard !timers.isEmpty else { return }
         let now = ContinuousClock.now
+        // Most wake-ups are for a message, with no timer due: nothing built then.
+        guard timers.values.contains(where: { $0.deadline <= now }) else { return }
         let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
         for (id, timer) in due where timers[id] != nil {
             timers[id] = nil
