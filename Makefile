@@ -10,13 +10,15 @@
 #   make deb           a Debian package in .build/deb/ (runs without Swift)
 #   make deps          installs the Debian packages the build and tests need (as root)
 #   make bench         birdctl beside a C floor, bleak and simplepyble, and its MQTT
-#                      gateway beside watch --json | mosquitto_pub (see README)
+#                      gateway beside watch --json | mosquitto_pub (see README); then
+#                      streaming on real bluetoothd in the VM beside bleak and bluetoothctl
 #   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
 #   make soak          a Bumble bird out of range and back SOAK_CYCLES (50) times under one
 #                      watch in the VM: every cycle recovers, private memory stays flat
 #
 # The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
-# deps-vm, deps-bench, deps-install, clean) are parts of these.
+# deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, clean)
+# are parts of these.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -46,6 +48,7 @@ BUMBLE_VENV := .build/vm/bumble-venv
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
 .PHONY: help deps deps-vm deps-bench deps-install apt-packages build release demo soak test test-unit test-vm \
+	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
 help:
@@ -167,18 +170,32 @@ SOAK_CYCLES ?= 50
 soak: deps-vm release
 	BIRDCTL=.build/release/birdctl SOAK_CYCLES=$(SOAK_CYCLES) fixtures/vm/run-vm.sh soak
 
+# make bench: streaming, reads and memory beside the other tools (bench-fake),
+# then streaming on the real stack (bench-system).
+BENCH := .build/bench
+bench: bench-fake bench-system
+
+# The peers' venv (bleak, simplepyble), used by both parts.
+bench-venv: deps-bench
+	mkdir -p $(BENCH)
+	test -x $(BENCH)/venv/bin/python || /usr/bin/python3 -m venv $(BENCH)/venv
+	$(BENCH)/venv/bin/pip install -q --disable-pip-version-check bleak==3.1.0 simplepyble==1.2.0
+
 # birdctl beside the floor (bench/floor.c), bleak and simplepyble against the
 # fake BlueZ; prints the table and writes .build/bench/results.md.
 # QUICK=1: fewer runs and smaller bursts, to try the harness.
-BENCH := .build/bench
-bench: deps-bench release
-	mkdir -p $(BENCH)
+bench-fake: bench-venv release
 	cc -O2 -Wall -o $(BENCH)/floor bench/floor.c $$(pkg-config --cflags --libs dbus-1)
 	cc -O2 -Wall -o $(BENCH)/measure bench/measure.c
-	test -x $(BENCH)/venv/bin/python || /usr/bin/python3 -m venv $(BENCH)/venv
-	$(BENCH)/venv/bin/pip install -q --disable-pip-version-check bleak==3.1.0 simplepyble==1.2.0
 	/usr/bin/python3 bench/run.py .build/release/birdctl $(BENCH)/floor $(BENCH)/measure $(BENCH)/venv/bin/python \
 	    $(BENCH)/results.md $(if $(QUICK),--quick)
+
+# In the VM: real bluetoothd, a Bumble bird; the CPU of client + dbus-daemon +
+# bluetoothd, loss and latency for birdctl (both ways), bleak and bluetoothctl
+# (fixtures/vm/system_bench.py); writes .build/bench/system.md.
+bench-system: bench-venv deps-vm release
+	BIRDCTL=.build/release/birdctl fixtures/vm/run-vm.sh bench
+	cp .build/vm/results/system-bench.md $(BENCH)/system.md
 
 # Where `make install` puts things (GNU conventions; DESTDIR stages them).
 PREFIX ?= /usr/local

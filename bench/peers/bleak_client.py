@@ -1,9 +1,11 @@
 '''bleak doing what birdctl does, written as a bleak user would:
     bleak_client.py read  ADDRESS UUID
     bleak_client.py watch ADDRESS UUID COUNT   (COUNT 0: until killed)
+BLEAK_ADAPTER=hciN: that adapter rather than bleak's default (the VM's system bench).
 Prints alpha lines as birdctl does ("HH:MM:SS.mmm  ADDRESS  alpha  0.42").'''
 
 import asyncio
+import os
 import sys
 
 from bleak import BleakClient, BleakScanner
@@ -12,11 +14,12 @@ from lines import Printer, line
 
 
 async def main(mode, address, uuid, count):
-    device = await BleakScanner.find_device_by_address(address, timeout=10)
+    adapter = {'bluez': {'adapter': os.environ['BLEAK_ADAPTER']}} if 'BLEAK_ADAPTER' in os.environ else {}
+    device = await BleakScanner.find_device_by_address(address, timeout=10, **adapter)
     if device is None:
         sys.exit(f'bleak: {address} not found')
-    async with BleakClient(device) as client:
-        print(line(address, await client.read_gatt_char(uuid)), flush=mode == 'read')
+    async with BleakClient(device, **adapter) as client:
+        print(line(address, await client.read_gatt_char(uuid)), flush=True)  # as birdctl hands on its first line at once
         if mode == 'read':
             return
         printer = Printer(address, count)

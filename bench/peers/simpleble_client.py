@@ -31,7 +31,7 @@ def main(mode, address, uuid, count):
     adapter = simplepyble.Adapter.get_adapters()[0]
     peripheral = find(adapter, address)
     peripheral.connect()
-    print(line(address, peripheral.read(BIRD_SERVICE, uuid)), flush=mode == 'read')
+    print(line(address, peripheral.read(BIRD_SERVICE, uuid)), flush=True)  # as birdctl hands on its first line at once
     if mode == 'watch':
         printer = Printer(address, count)
         peripheral.notify(BIRD_SERVICE, uuid, printer)
