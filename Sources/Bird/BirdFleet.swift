@@ -254,7 +254,10 @@ public struct BirdFleet: Sendable {
         while index < machines.count, outcome == nil {
             let id = machines[index].id
             let own = event(&machines[index].central)
-            if !own.isEmpty { actions += translate(own, from: id) }
+            if !own.isEmpty {
+                // Most events concern one machine: its actions are taken as they are, not copied.
+                if actions.isEmpty { actions = translate(own, from: id) } else { actions += translate(own, from: id) }
+            }
             // A machine that finished (with `all`) has left the list.
             if index < machines.count, machines[index].id == id { index += 1 }
         }

@@ -57,8 +57,16 @@ public enum BirdValue: Hashable, Sendable {
         return nil
     }
 
-    /// `0`, `0.8`, `0.05`, `1` — exact, from the integer percent.
+    /// `0`, `0.8`, `0.05`, `1` — exact, from the integer percent. Looked
+    /// up: a `watch` prints one per notification, and interpolating the
+    /// number cost more than the rest of the line.
     static func fractionText(_ percent: UInt8) -> String {
+        percent <= 100 ? fractionTexts[Int(percent)] : formatFraction(percent)
+    }
+
+    private static let fractionTexts = (0...100).map { formatFraction(UInt8($0)) }
+
+    private static func formatFraction(_ percent: UInt8) -> String {
         switch percent {
         case 100: "1"
         case 0: "0"

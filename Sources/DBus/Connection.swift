@@ -25,12 +25,18 @@ public final class Connection: @unchecked Sendable {
         let handler: ReplyHandler
         let timer: EventLoop.TimerID
     }
-    private struct Subscription {
+    /// A class: every signal is matched against each, and copying a struct
+    /// of a rule and a closure out of the array cost more than the matching.
+    private final class Subscription {
+        let id: UInt64
         let rule: MatchRule.Compiled
         let handler: SignalHandler
+        init(id: UInt64, rule: MatchRule.Compiled, handler: @escaping SignalHandler) {
+            (self.id, self.rule, self.handler) = (id, rule, handler)
+        }
     }
     private var pending: [UInt32: PendingReply] = [:]
-    private var subscriptions: [(id: UInt64, subscription: Subscription)] = []
+    private var subscriptions: [Subscription] = []
     private var nextSubscriptionID: UInt64 = 1
     /// Owners of well-known names that match rules name as sender.
     private var nameOwners: [String: CString] = [:]
@@ -209,7 +215,7 @@ public final class Connection: @unchecked Sendable {
         let id = SubscriptionID(raw: subscriptionCounter.add(1, ordering: .relaxed).newValue)
         loop.execute { [self] in
             if rule.hasWellKnownSender, let sender = rule.sender { trackOwner(of: sender) }
-            subscriptions.append((id.raw, Subscription(rule: MatchRule.Compiled(rule), handler: handler)))
+            subscriptions.append(Subscription(id: id.raw, rule: MatchRule.Compiled(rule), handler: handler))
             callBusDriver("AddMatch", [.string(rule.description)])
         }
         return id
@@ -218,7 +224,7 @@ public final class Connection: @unchecked Sendable {
     public func unsubscribe(_ id: SubscriptionID) {
         loop.execute { [self] in
             guard let index = subscriptions.firstIndex(where: { $0.id == id.raw }) else { return }
-            let rule = subscriptions.remove(at: index).subscription.rule.rule
+            let rule = subscriptions.remove(at: index).rule.rule
             callBusDriver("RemoveMatch", [.string(rule.description)])
         }
     }
@@ -306,7 +312,7 @@ public final class Connection: @unchecked Sendable {
         {
             nameOwners[name] = CString(args[2].string ?? "")
         }
-        for (_, subscription) in subscriptions {
+        for subscription in subscriptions {
             if subscription.rule.matches(message, nameOwners: nameOwners) {
                 subscription.handler(message)
             }

@@ -19,7 +19,9 @@ public struct ObjectPath: Hashable, Sendable, Comparable, CustomStringConvertibl
     /// True when `self` is `ancestor` or lies below it.
     public func isDescendant(of ancestor: ObjectPath) -> Bool {
         if ancestor.rawValue == "/" || ancestor == self { return true }
-        return rawValue.hasPrefix(ancestor.rawValue + "/")
+        // No "ancestor/" built to compare with: this runs per notification.
+        guard rawValue.hasPrefix(ancestor.rawValue) else { return false }
+        return rawValue.utf8.dropFirst(ancestor.rawValue.utf8.count).first == UInt8(ascii: "/")
     }
 
     /// True for a syntactically valid object path (libdbus aborts on invalid ones).

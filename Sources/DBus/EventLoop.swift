@@ -198,7 +198,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func pollTimeoutMilliseconds() -> Int32 {
-        guard let earliest = timers.values.lazy.map(\.deadline).min() else { return -1 }
+        // A plain loop: this runs at every wake-up (a key path per timer cost more).
+        var soonest: ContinuousClock.Instant?
+        for timer in timers.values where soonest.map({ timer.deadline < $0 }) ?? true { soonest = timer.deadline }
+        guard let earliest = soonest else { return -1 }
         let remaining = ContinuousClock.now.duration(to: earliest)
         if remaining <= .zero { return 0 }
         let (seconds, attoseconds) = remaining.components

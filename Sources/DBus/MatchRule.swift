@@ -45,8 +45,9 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A rule's strings as C strings, so that matching a signal, which runs
-    /// per notification, compares in place and allocates nothing.
-    struct Compiled {
+    /// per notification, compares in place and allocates nothing. A class, so
+    /// that matching does not copy (retain and release) each of its strings.
+    final class Compiled: Sendable {
         let rule: MatchRule
         private let interface, member, path, pathNamespace: CString?
         /// A unique-name sender (or the bus driver) compared as it is.

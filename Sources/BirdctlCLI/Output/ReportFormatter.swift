@@ -20,17 +20,25 @@ struct ReportFormatter {
             object.add("source", notified ? "notify" : "read")
             return object.rendered
         }
-        // Appended piece by piece: this runs per notification.
-        var line = dim(Timestamp.clock())
-        line.reserveCapacity(48)
-        line += "  "
-        line += peripheral.address
-        line += "  "
-        line += bold(pad(value.field.rawValue, 5))
-        line += "  "
-        line += styled(value)
-        return line
+        // Built as bytes and made a String once: this runs per notification,
+        // and growing a String piece by piece cost more than the copying.
+        var line: [UInt8] = []
+        line.reserveCapacity(64)
+        if color { line += Self.dimOn }
+        Timestamp.appendClock(to: &line)
+        if color { line += Self.styleOff }
+        line += Self.gap
+        line += peripheral.address.utf8
+        line += Self.gap
+        line += bold(pad(value.field.rawValue, 5)).utf8
+        line += Self.gap
+        line += styled(value).utf8
+        return String(decoding: line, as: UTF8.self)
     }
+
+    private static let dimOn = Array("\u{1B}[2m".utf8)
+    private static let styleOff = Array("\u{1B}[0m".utf8)
+    private static let gap = Array("  ".utf8)
 
     /// A `bad_value` JSON Lines event.
     func badValueLine(_ peripheral: Peripheral, _ error: BirdValueError) -> String {

@@ -19,27 +19,37 @@ enum Timestamp {
 
     /// `03:44:09.123` (local time), for people.
     static func clock() -> String {
+        var text: [UInt8] = []
+        appendClock(to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The same, appended to a line being built (a `watch` line per notification).
+    static func appendClock(to line: inout [UInt8]) {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
-        let milliseconds = Int32(time.tv_nsec / 1_000_000)
-        // localtime_r is most of the cost; a stream prints many lines a second.
-        let prefix = lastSecond.withLock { last in
-            if let last, last.second == time.tv_sec { return last.text }
+        // localtime_r is most of the cost: once a second.
+        lastSecond.withLock { last in
+            if let cached = last, cached.second == time.tv_sec {
+                line += cached.text
+                return
+            }
             var seconds = time.tv_sec
             var parts = tm()
             localtime_r(&seconds, &parts)
             var text = Digits(capacity: 9)
             text.appendSeconds(parts)
-            last = (time.tv_sec, text.string)
-            return text.string
+            last = (time.tv_sec, text.bytes)
+            line += text.bytes
         }
-        var text = Digits(capacity: 3)
-        text.append(milliseconds, width: 3)
-        return prefix + text.string
+        let milliseconds = Int(time.tv_nsec / 1_000_000)
+        line.append(UInt8(48 + milliseconds / 100))
+        line.append(UInt8(48 + milliseconds / 10 % 10))
+        line.append(UInt8(48 + milliseconds % 10))
     }
 
     /// The local `HH:MM:SS.` of the last second formatted.
-    private static let lastSecond = Mutex<(second: Int, text: String)?>(nil)
+    private static let lastSecond = Mutex<(second: Int, text: [UInt8])?>(nil)
 
     private static func now(local: Bool) -> (tm, Int32) {
         var time = timespec()
