@@ -32,6 +32,9 @@ public final class CentralDriver: @unchecked Sendable {
     private var borrowedLinks: Set<ObjectPath> = []
     /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
     private var linkMTUs: [ObjectPath: Int] = [:]
+    /// The pairing in flight: its machine and device. bluetoothd 5.66 can
+    /// leave Pair unanswered (below), so `Paired` becoming true ends it too.
+    private var pairing: (id: BirdFleet.MachineID, device: ObjectPath)?
 
     private var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
@@ -107,6 +110,13 @@ public final class CentralDriver: @unchecked Sendable {
             }
             if changed.contains(.servicesResolved), device.servicesResolved {
                 resolved(device.path)
+            }
+            if changed.contains(.paired), device.paired, let pairing, pairing.device == device.path {
+                // bluetoothd 5.66 never answers a Pair whose bonding completes while the
+                // link's own service discovery runs (its browse request is refused as
+                // busy and the reply dropped; fixed in 5.87). Paired is its word.
+                self.pairing = nil
+                apply { $0.pairCompleted(pairing.id, .success(())) }
             }
         case .characteristicRemoved(let path):
             // A dropping link unresolves its services before the objects go:
@@ -212,7 +222,11 @@ public final class CentralDriver: @unchecked Sendable {
         case .pair(let id, let device):
             withAgent { [self] registered in
                 guard case .success = registered else { return apply { $0.pairCompleted(id, registered) } }
+                pairing = (id, device)
                 client.perform(.pair(device: device, timeout: fleet.configuration.pairTimeout)) { [self] result in
+                    // Already over when Paired came first.
+                    guard let pairing, pairing.id == id, pairing.device == device else { return }
+                    self.pairing = nil
                     apply { $0.pairCompleted(id, result) }
                 }
             }

@@ -89,6 +89,12 @@ extension CommandFailure {
         case .connectionLost: "the connection was lost"
         case .serviceMissing(let fields):
             "the peripheral does not offer \(fields.map(\.rawValue).joined(separator: ", "))"
+        case .operationFailed(let what, let error) where error.kind == .timeout:
+            // Seen on bluetoothd 5.66: a bird that wants an encrypted link refuses the
+            // read, the kernel pairs by itself and bluetoothd asks the system's default
+            // agent; with none (a headless machine) the read is never answered.
+            "could not \(what): \(explained(error)); a bird that needs pairing can cause this where no "
+                + "pairing agent runs: pair it first with 'birdctl pair ADDRESS'"
         case .operationFailed(let what, let error): "could not \(what): \(explained(error))"
         case .pairingRequired(let error):
             "the bird requires pairing (\(error)); run 'birdctl pair ADDRESS', or leave out --no-pair"

@@ -168,6 +168,7 @@ struct FaultMatrixTests {
             ["read", "name"], environment: fake.environment.merging(["BIRDCTL_CALL_TIMEOUT": "1"]) { $1 })
         #expect(result.status == 9, "\(result.stderr)")
         #expect(result.stderr.contains("did not answer"), "\(result.stderr)")
+        #expect(result.stderr.contains("pair it first with 'birdctl pair ADDRESS'"), "\(result.stderr)")
         // Bounded by the 1 s asked for, not the 25 s default. Generous: under
         // AddressSanitizer, with the other tests running, this took 4.0 s once.
         #expect(ContinuousClock.now - started < .seconds(15))

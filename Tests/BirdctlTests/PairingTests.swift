@@ -51,6 +51,26 @@ struct PairingTests {
         #expect(try await fake.pairings() == 1)
     }
 
+    /// bluetoothd 5.66 bonds, says Paired, and never answers Pair (seen with a
+    /// Bumble bird in the VM tier): the pairing is over when Paired says so.
+    @Test func aPairingBlueZNeverAnswersEndsWhenPairedTurnsTrue() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.requireSecurity("lostreply")
+        let read = try await fake.birdctl("read", bird, "--verbose", "--pair-timeout", "60")
+        #expect(read.status == 0, "\(read.stderr)")
+        #expect(read.stdout == ["name   Robin", "color  #FF8800", "alpha  0.8"])
+        #expect(read.stderr.contains("paired with Robin"), "\(read.stderr)")
+        #expect(try await fake.pairings() == 1)
+        // And `birdctl pair` itself.
+        let other = try FakeBlueZ()
+        try await other.addBird()
+        try await other.requireSecurity("lostreply")
+        let pair = try await other.birdctl("pair", bird, "--pair-timeout", "60")
+        #expect(pair.status == 0, "\(pair.stderr)")
+        #expect(try await other.pairings() == 1)
+    }
+
     @Test func noPairExitsTenAndSaysWhatToDo() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
