@@ -452,6 +452,9 @@ public struct BirdCentral: Sendable {
         guard let held = heldNotifications.removeValue(forKey: field), let path = link.characteristics[field] else {
             return actions
         }
+        // The bytes the read returned: the update the read already reported (its
+        // notification overtook the reply), not a newer one.
+        if case .success(let raw) = result, raw == held.raw { return actions }
         return actions + valueChanged(path, held.raw, mtu: held.mtu, ordered: false)
     }
 

@@ -428,6 +428,19 @@ struct BirdCentralTests {
         #expect(m.central.readCompleted(.name, .success(cut)).count == 1)
     }
 
+    @Test func anUnorderedNotificationOfTheValueReadIsNotReportedTwice() {
+        // The socket overtook the read's reply with the same update (seen in
+        // `make demo`: the first value printed twice).
+        var m = Machine(.watch(reconnect: true)).streaming()
+        let name = characteristics[.name]!
+        let whole = Array("Troglodytes troglodytes".utf8)
+        #expect(m.central.valueChanged(name, Array(whole.prefix(20)), mtu: 23) == [.read(.name, name)])
+        #expect(m.central.valueChanged(name, Array("Wren".utf8), mtu: 23, ordered: false) == [])
+        #expect(m.central.readCompleted(.name, .success(Array("Wren".utf8))) == [
+            .report(.reading(robin, .name("Wren"), raw: Array("Wren".utf8), notified: false))
+        ])
+    }
+
     @Test func aNotificationThatFillsTheMTUIsCompletedByARead() {
         // MTU 23: a notification carries at most 20 bytes; a longer name arrives cut.
         var m = Machine(.watch(reconnect: true)).streaming()
