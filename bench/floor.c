@@ -299,12 +299,6 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    if (acquire) {
-        read_and_print();
-        watch_acquired(count);
-        return 0;
-    }
-
     char rule[512];
     snprintf(rule, sizeof rule,
              "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',"
