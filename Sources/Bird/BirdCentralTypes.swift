@@ -106,7 +106,9 @@ extension BirdCentral {
     }
 
     /// Something to tell the user.
-    public enum Report: Hashable, Sendable {
+    /// Indirect: a report travels through the machine's and the fleet's action
+    /// arrays by value on every notification; boxed, each copy is one retain.
+    public indirect enum Report: Hashable, Sendable {
         case found(Peripheral, rssi: Int16?)
         case connected(Peripheral)
         case disconnected(Peripheral)

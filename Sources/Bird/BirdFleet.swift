@@ -269,6 +269,7 @@ public struct BirdFleet: Sendable {
     /// only without `all`.
     private mutating func translate(_ own: [BirdCentral.Action], from id: MachineID) -> [Action] {
         var actions: [Action] = []
+        actions.reserveCapacity(own.count)
         var enough = false
         for action in own {
             switch action {

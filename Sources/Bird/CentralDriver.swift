@@ -72,7 +72,9 @@ public final class CentralDriver: @unchecked Sendable {
     private func handle(_ event: BlueZEvent) {
         guard !core.isFinished else { return }
         if case .valueChanged(let path, let value) = event {
-            let mtu = linkMTU(of: path)
+            // The MTU matters only to a value long enough to have been cut;
+            // the smallest ATT MTU (23) leaves 20 bytes, so shorter ones skip the lookup.
+            let mtu = value.count >= Self.smallestMTU - 3 ? linkMTU(of: path) : nil
             return apply { $0.valueChanged(path, value, mtu: mtu) }
         }
         if let adapter = core.powerChange(event) {
@@ -163,6 +165,8 @@ public final class CentralDriver: @unchecked Sendable {
 
     /// The ATT MTU of the link a characteristic is on, as asked when its
     /// services resolved (or as the tree has it).
+    private static let smallestMTU = 23
+
     private func linkMTU(of characteristic: ObjectPath) -> Int? {
         for (device, mtu) in linkMTUs where characteristic.isDescendant(of: device) { return mtu }
         return client.tree.mtu(ofCharacteristic: characteristic)

@@ -8,7 +8,9 @@ public enum CommandOutcome: Hashable, Sendable {
     case badValue
     /// Stopped by SIGINT/SIGTERM before the work was done.
     case interrupted
-    case failed(CommandFailure)
+    /// Boxed: the fleet checks its outcome on every notification, and a
+    /// failure inline made each check copy (and destroy) a large value.
+    indirect case failed(CommandFailure)
 }
 
 public enum CommandFailure: Hashable, Sendable {

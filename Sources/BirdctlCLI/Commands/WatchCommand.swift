@@ -79,7 +79,7 @@ enum WatchCommand {
                 if quiet { return }
                 switch report {
                 case .reading(let peripheral, let value, let raw, let notified):
-                    stdout.line(formatter.reading(peripheral, value, raw: raw, notified: notified))
+                    stdout.line { formatter.appendReading(peripheral, value, raw: raw, notified: notified, to: &$0) }
                 case .badValue(let peripheral, let error):
                     if formatter.json {
                         stdout.line(formatter.badValueLine(peripheral, error))

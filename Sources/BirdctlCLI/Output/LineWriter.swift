@@ -16,8 +16,13 @@ final class LineWriter: @unchecked Sendable {
     }
 
     func line(_ text: String) {
+        line { $0 += text.utf8 }
+    }
+
+    /// A line that `build` appends to the buffer in place (the newline is added here).
+    func line(_ build: (inout [UInt8]) -> Void) {
         guard !isClosed else { return }
-        buffer.append(contentsOf: text.utf8)
+        build(&buffer)
         buffer.append(UInt8(ascii: "\n"))
         if buffer.count >= 64 * 1024 { flush() }
     }

@@ -10,31 +10,56 @@ struct ReportFormatter {
 
     // MARK: Readings
 
-    /// One `watch` line.
-    func reading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool) -> String {
+    /// One `watch` line, appended to `line` (without its newline). Built as
+    /// bytes straight into the output buffer: this runs per notification, and
+    /// making a String of the line and copying it out again cost more than
+    /// the rest of it.
+    func appendReading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool, to line: inout [UInt8]) {
         if json {
             var object = event("reading", peripheral)
             object.add("field", value.field.rawValue)
             object.add("value", Self.jsonValue(value))
             object.add("raw", hexString(raw))
             object.add("source", notified ? "notify" : "read")
-            return object.rendered
+            line += object.rendered.utf8
+            return
         }
-        // Built as bytes and made a String once: this runs per notification,
-        // and growing a String piece by piece cost more than the copying.
-        var line: [UInt8] = []
-        line.reserveCapacity(64)
         if color { line += Self.dimOn }
         Timestamp.appendClock(to: &line)
         if color { line += Self.styleOff }
         line += Self.gap
         line += peripheral.address.utf8
         line += Self.gap
-        line += bold(pad(value.field.rawValue, 5)).utf8
+        line += label(value.field)
         line += Self.gap
         line += styled(value).utf8
+    }
+
+    /// One `watch` line as text.
+    func reading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool) -> String {
+        var line: [UInt8] = []
+        appendReading(peripheral, value, raw: raw, notified: notified, to: &line)
         return String(decoding: line, as: UTF8.self)
     }
+
+    /// Each field's name padded to one width (the widest, "color"), plain and bold.
+    private func label(_ field: BirdField) -> [UInt8] {
+        switch (field, color) {
+        case (.name, false): Self.nameLabel
+        case (.name, true): Self.boldNameLabel
+        case (.color, false): Self.colorLabel
+        case (.color, true): Self.boldColorLabel
+        case (.alpha, false): Self.alphaLabel
+        case (.alpha, true): Self.boldAlphaLabel
+        }
+    }
+
+    private static let nameLabel = Array("name ".utf8)
+    private static let colorLabel = Array("color".utf8)
+    private static let alphaLabel = Array("alpha".utf8)
+    private static let boldNameLabel = Array("\u{1B}[1mname \u{1B}[0m".utf8)
+    private static let boldColorLabel = Array("\u{1B}[1mcolor\u{1B}[0m".utf8)
+    private static let boldAlphaLabel = Array("\u{1B}[1malpha\u{1B}[0m".utf8)
 
     private static let dimOn = Array("\u{1B}[2m".utf8)
     private static let styleOff = Array("\u{1B}[0m".utf8)
