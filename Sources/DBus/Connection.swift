@@ -259,6 +259,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Delivers every message libdbus has queued (runs before each poll).
     private func dispatchQueued() {
+        guard mainLoop.takeQueuedMark() else { return }
         while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
             dbus_connection_dispatch(raw)
         }
