@@ -87,8 +87,11 @@ build: deps
 # What a user would install: optimised, the Swift runtime linked in (starts ~2 ms
 # sooner), and the git revision it was built from for `birdctl --version`.
 REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD || r=$$r-dirty; echo $$r; })
+# --disable-local-rpath: with the Swift runtime inside, birdctl needs no
+# RUNPATH of $$ORIGIN, which made the loader look for libdbus and the C++
+# runtime in /usr/bin (and its hwcaps and tls subdirectories) first.
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
+	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
 
 # Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
 # under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
