@@ -2,7 +2,8 @@
 #define CDBUS_SHIM_H
 
 #include <dbus/dbus.h>
-// The event loop's wake-up and signal descriptors (not in Swift's Glibc module).
+// The event loop's epoll set, wake-up and signal descriptors (not in Swift's Glibc module).
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 

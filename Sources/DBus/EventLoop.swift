@@ -2,7 +2,7 @@ import CDBus
 import Glibc
 import Synchronization
 
-/// One thread that blocks in `poll(2)` on file descriptors and timers and runs
+/// One thread that blocks in `epoll_wait(2)` on file descriptors and timers and runs
 /// everything that touches a connection. Work from other threads is posted to
 /// it and wakes it through an eventfd, so an idle loop uses no CPU at all.
 ///
@@ -10,15 +10,17 @@ import Synchronization
 public final class EventLoop: @unchecked Sendable {
     public struct TimerID: Hashable, Sendable { let raw: UInt64 }
 
-    /// A file descriptor the loop polls while `isEnabled` is true.
+    /// A file descriptor the loop watches while `isEnabled` is true (poll's
+    /// event bits, which epoll shares).
     final class IOWatch {
         let fd: Int32
-        var events: Int16
-        var isEnabled = true
+        let events: Int16
+        fileprivate(set) var isEnabled: Bool
         let handler: (_ revents: Int16) -> Void
-        init(fd: Int32, events: Int16, handler: @escaping (Int16) -> Void) {
+        init(fd: Int32, events: Int16, isEnabled: Bool = true, handler: @escaping (Int16) -> Void) {
             self.fd = fd
             self.events = events
+            self.isEnabled = isEnabled
             self.handler = handler
         }
     }
@@ -37,9 +39,12 @@ public final class EventLoop: @unchecked Sendable {
 
     // Loop-confined state.
     private var watches: [IOWatch] = []
+    private let epoll = EpollSet()
+    /// The set of watches or one's enabling changed since epoll was told.
+    private var watchesChanged = true
     private var timers: [UInt64: Timer] = [:]
     private var nextTimerID: UInt64 = 1
-    /// Run before every poll, in the order added: the connection dispatches
+    /// Run before every wait, in the order added: the connection dispatches
     /// queued messages, then e.g. an output buffer is flushed once per batch.
     private var beforePollHooks: [() -> Void] = []
 
@@ -85,15 +90,30 @@ public final class EventLoop: @unchecked Sendable {
         timers[timer.raw] = nil
     }
 
-    /// Adds work to run before each poll, after pending messages are dispatched (loop only).
+    /// Adds work to run before each wait, after pending messages are dispatched (loop only).
     public func addBeforePollHook(_ hook: @escaping () -> Void) {
         beforePollHooks.append(hook)
     }
 
     // MARK: Watches (loop only, or before the thread starts)
 
-    func addWatch(_ watch: IOWatch) { watches.append(watch) }
-    func removeWatch(_ watch: IOWatch) { watches.removeAll { $0 === watch } }
+    func addWatch(_ watch: IOWatch) {
+        epoll.forget(watch.fd)
+        watches.append(watch)
+        watchesChanged = true
+    }
+
+    func removeWatch(_ watch: IOWatch) {
+        watches.removeAll { $0 === watch }
+        epoll.forget(watch.fd)
+        watchesChanged = true
+    }
+
+    func setEnabled(_ watch: IOWatch, _ enabled: Bool) {
+        guard watch.isEnabled != enabled else { return }
+        watch.isEnabled = enabled
+        watchesChanged = true
+    }
 
     /// Calls `handler` on the loop whenever `fd` is readable, until `removeWatch`.
     @discardableResult
@@ -101,7 +121,7 @@ public final class EventLoop: @unchecked Sendable {
         watchReadable(fd, revents: { _ in handler() })
     }
 
-    /// Like `watchReadable`, with poll's revents (POLLHUP: the other end closed).
+    /// Like `watchReadable`, with the ready events (POLLHUP: the other end closed).
     @discardableResult
     public func watchReadable(_ fd: Int32, revents handler: @escaping (Int16) -> Void) -> AnyObject {
         let watch = IOWatch(fd: fd, events: Int16(POLLIN), handler: handler)
@@ -156,28 +176,30 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
-        var fds: [pollfd] = []
-        var polled: [IOWatch] = []
+        var watched: [IOWatch] = []
+        var ready: [(fd: Int32, events: Int16)] = []
         while !stopRequested.load(ordering: .acquiring) {
             runInbox()
             for hook in beforePollHooks { hook() }
 
-            fds.removeAll(keepingCapacity: true)
-            polled.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
-            for watch in watches where watch.isEnabled {
-                fds.append(pollfd(fd: watch.fd, events: watch.events, revents: 0))
-                polled.append(watch)
+            if watchesChanged {
+                watchesChanged = false
+                epoll.update(interest())
             }
-            let ready = poll(&fds, nfds_t(fds.count), pollTimeoutMilliseconds())
-            if ready < 0 && errno != EINTR { fatalError("poll failed: errno \(errno)") }
+            watched.removeAll(keepingCapacity: true)
+            for watch in watches where watch.isEnabled { watched.append(watch) }
+            ready.removeAll(keepingCapacity: true)
+            epoll.wait(timeout: pollTimeoutMilliseconds()) { ready.append(($0, $1)) }
 
-            if fds[0].revents != 0 {
+            for (fd, _) in ready where fd == wakeFD {
                 var count: UInt64 = 0
                 _ = read(wakeFD, &count, 8)
             }
-            for (index, watch) in polled.enumerated() {
-                let revents = fds[index + 1].revents
+            for watch in watched {
+                // Two watches may share a descriptor (libdbus: reading and writing).
+                var revents: Int16 = 0
+                for (fd, events) in ready where fd == watch.fd { revents |= events }
+                revents &= watch.events | Int16(POLLERR | POLLHUP)
                 // A watch removed by an earlier handler in this round is skipped.
                 if revents != 0, watch.isEnabled, watches.contains(where: { $0 === watch }) {
                     watch.handler(revents)
@@ -191,6 +213,16 @@ public final class EventLoop: @unchecked Sendable {
         timers.removeAll()
         watches.removeAll()
         beforePollHooks.removeAll()
+    }
+
+    /// What epoll is to watch: the wake-up eventfd, and each descriptor with
+    /// the events of its enabled watches.
+    private func interest() -> [Int32: UInt32] {
+        var wanted: [Int32: UInt32] = [wakeFD: UInt32(POLLIN)]
+        for watch in watches where watch.isEnabled {
+            wanted[watch.fd, default: 0] |= UInt32(UInt16(bitPattern: watch.events))
+        }
+        return wanted
     }
 
     private func runInbox() {

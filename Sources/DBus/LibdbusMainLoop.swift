@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// libdbus's main-loop integration on an `EventLoop`: its watches become
-/// poll(2) entries, its timeouts loop timers, and its wake-up requests wake
+/// the loop's watched descriptors, its timeouts loop timers, and its wake-up requests wake
 /// the loop. Loop-confined; owned by its `Connection`, which outlives it.
 final class LibdbusMainLoop {
     private let raw: OpaquePointer
@@ -55,7 +55,7 @@ final class LibdbusMainLoop {
 
     /// libdbus asks for a wake-up when it has queued a message to send or to
     /// dispatch. On the loop's own thread there is nothing to wake: the loop
-    /// dispatches and rebuilds its poll set (write watch included) before it
+    /// dispatches and updates its epoll set (write watch included) before it
     /// sleeps again. Waking it anyway cost an eventfd write and read per
     /// notification.
     private func wakeUp() {
@@ -71,7 +71,8 @@ final class LibdbusMainLoop {
         var events: Int16 = 0
         if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
         if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
-        let ioWatch = EventLoop.IOWatch(fd: dbus_watch_get_unix_fd(watch), events: events) { revents in
+        let enabled = dbus_watch_get_enabled(watch) != 0
+        let ioWatch = EventLoop.IOWatch(fd: dbus_watch_get_unix_fd(watch), events: events, isEnabled: enabled) { revents in
             var condition: UInt32 = 0
             if revents & Int16(POLLIN) != 0 { condition |= DBUS_WATCH_READABLE.rawValue }
             if revents & Int16(POLLOUT) != 0 { condition |= DBUS_WATCH_WRITABLE.rawValue }
@@ -79,7 +80,6 @@ final class LibdbusMainLoop {
             if revents & Int16(POLLHUP) != 0 { condition |= DBUS_WATCH_HANGUP.rawValue }
             dbus_watch_handle(watch, condition)
         }
-        ioWatch.isEnabled = dbus_watch_get_enabled(watch) != 0
         watches[watch] = ioWatch
         loop.addWatch(ioWatch)
         return 1
@@ -90,7 +90,7 @@ final class LibdbusMainLoop {
     }
 
     private func toggle(_ watch: OpaquePointer) {
-        watches[watch]?.isEnabled = dbus_watch_get_enabled(watch) != 0
+        if let ioWatch = watches[watch] { loop.setEnabled(ioWatch, dbus_watch_get_enabled(watch) != 0) }
     }
 
     /// (Re)arms a libdbus timeout as a loop timer while it is enabled.
