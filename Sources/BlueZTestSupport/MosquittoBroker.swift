@@ -20,6 +20,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public let directory: URL
     public let tls: TLSFiles?
     private var process: Process?
+    private var exited: ProcessExit?
 
     /// `users`: name → password (anonymous clients refused when given).
     /// `requireClientCertificate`: TLS clients must show one the CA signed.
@@ -33,6 +34,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             persistence true
             persistence_location \(directory.path)/
             log_dest file \(directory.path)/mosquitto.log
+            log_dest stdout
             user root
 
             """
@@ -68,18 +70,33 @@ public final class MosquittoBroker: @unchecked Sendable {
     public func start() throws {
         let process = Process()
         // SIGTERM unblocked: `stop` is a clean shutdown that saves the persistence file.
+        // stdbuf: its log lines on stdout as they are written (a pipe is block-buffered).
         (process.executableURL, process.arguments) = Self.withSignals(
-            "/usr/sbin/mosquitto", ["-c", directory.appendingPathComponent("mosquitto.conf").path])
-        process.standardOutput = FileHandle.nullDevice
+            "/usr/bin/stdbuf", ["-oL", "/usr/sbin/mosquitto", "-c", directory.appendingPathComponent("mosquitto.conf").path])
+        let output = Pipe()
+        process.standardOutput = output
         process.standardError = FileHandle.nullDevice
+        let exited = ProcessExit(process)
         try process.run()
-        self.process = process
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !Self.accepts(port) {
-            guard process.isRunning, ContinuousClock.now < deadline else {
-                throw TestSetupError("mosquitto did not start:\n\(log)")
+        (self.process, self.exited) = (process, exited)
+        // It says "… running" once its listeners are open; read on a thread of
+        // its own, so that a broker that says nothing fails after 10 s.
+        let running = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let handle = output.fileHandleForReading
+            var said = ""
+            while !said.contains(" running") {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                said += String(decoding: data, as: UTF8.self)
             }
-            usleep(20_000)
+            running.signal()
+            // Drained to the end, so the broker never blocks on a full pipe.
+            while !handle.availableData.isEmpty {}
+            try? handle.close()
+        }
+        guard running.wait(timeout: .now() + 10) == .success, process.isRunning, Self.accepts(port) else {
+            throw TestSetupError("mosquitto did not start:\n\(log)")
         }
     }
 
@@ -87,9 +104,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public func stop() {
         guard let process else { return }
         Glibc.kill(process.processIdentifier, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        if exited?.wait(seconds: 10) != true { Glibc.kill(process.processIdentifier, SIGKILL) }
         self.process = nil
     }
 
@@ -225,14 +240,34 @@ public final class MosquittoBroker: @unchecked Sendable {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
+        let exited = ProcessExit(process)
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         try? output.fileHandleForReading.close()
-        // Not waitUntilExit: it hangs off the main thread (PrivateBus.stop).
-        while process.isRunning { usleep(5_000) }
+        _ = exited.wait(seconds: nil)
         if process.terminationStatus != 0 && !allowFailure {
             throw TestSetupError("\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
         }
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A process's end, awaited without polling: its termination handler
+/// signals. (Not `waitUntilExit`: it hangs off the main thread, see
+/// `PrivateBus.stop`.) Made before `run`.
+final class ProcessExit: @unchecked Sendable {
+    private let ended = DispatchSemaphore(value: 0)
+
+    init(_ process: Process) {
+        process.terminationHandler = { [ended] _ in ended.signal() }
+    }
+
+    /// Whether it ended within `seconds` (nil: however long it takes).
+    func wait(seconds: Int?) -> Bool {
+        guard let seconds else {
+            ended.wait()
+            return true
+        }
+        return ended.wait(timeout: .now() + .seconds(seconds)) == .success
     }
 }

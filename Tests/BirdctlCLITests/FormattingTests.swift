@@ -63,3 +63,12 @@ struct FormattingTests {
         ])
     }
 }
+
+extension ReportFormatter {
+    /// One `watch` line as text: what `appendReading` adds to the output buffer.
+    func reading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool) -> String {
+        var line: [UInt8] = []
+        appendReading(peripheral, value, raw: raw, notified: notified, to: &line)
+        return String(decoding: line, as: UTF8.self)
+    }
+}

@@ -48,8 +48,9 @@ struct SafeTextTests {
         let found = formatter.eventText(.found(peripheral, rssi: -50)) ?? ""
         #expect(!found.unicodeScalars.contains(where: SafeText.isUnsafe))
         // A GATT name may carry a bidi override (it is not a control character).
-        let reading = formatter.reading(peripheral, .name("Rob\u{202E}in"), raw: [], notified: true)
-        #expect(reading.hasSuffix(#"Rob\u202ein"#))
+        var line: [UInt8] = []
+        formatter.appendReading(peripheral, .name("Rob\u{202E}in"), raw: [], notified: true, to: &line)
+        #expect(String(decoding: line, as: UTF8.self).hasSuffix(#"Rob\u202ein"#))
         #expect(formatter.text(.name("Rob\u{202E}in")) == #"Rob\u202ein"#)
     }
 

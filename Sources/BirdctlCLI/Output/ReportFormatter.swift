@@ -30,20 +30,13 @@ struct ReportFormatter {
         line += Self.gap
         line += peripheral.address.utf8
         line += Self.gap
-        line += label(value.field)
+        line += fieldLabel(value.field)
         line += Self.gap
         line += styled(value).utf8
     }
 
-    /// One `watch` line as text.
-    func reading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool) -> String {
-        var line: [UInt8] = []
-        appendReading(peripheral, value, raw: raw, notified: notified, to: &line)
-        return String(decoding: line, as: UTF8.self)
-    }
-
     /// Each field's name padded to one width (the widest, "color"), plain and bold.
-    private func label(_ field: BirdField) -> [UInt8] {
+    private func fieldLabel(_ field: BirdField) -> [UInt8] {
         switch (field, color) {
         case (.name, false): Self.nameLabel
         case (.name, true): Self.boldNameLabel
