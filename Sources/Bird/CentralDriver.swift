@@ -163,10 +163,11 @@ public final class CentralDriver: @unchecked Sendable {
         apply { $0.servicesResolved(device: device, characteristics: characteristics) }
     }
 
-    /// The ATT MTU of the link a characteristic is on, as asked when its
-    /// services resolved (or as the tree has it).
+    /// The smallest ATT MTU there is: a notification of fewer than 20 bytes cannot have been cut.
     private static let smallestMTU = 23
 
+    /// The ATT MTU of the link a characteristic is on, as asked when its
+    /// services resolved (or as the tree has it).
     private func linkMTU(of characteristic: ObjectPath) -> Int? {
         for (device, mtu) in linkMTUs where characteristic.isDescendant(of: device) { return mtu }
         return client.tree.mtu(ofCharacteristic: characteristic)
