@@ -17,7 +17,7 @@
 #                      watch in the VM: every cycle recovers, private memory stays flat
 #
 # The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
-# deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, clean)
+# deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, static-link, clean)
 # are parts of these.
 
 SHELL := /bin/bash
@@ -47,7 +47,7 @@ BUMBLE_VENV := .build/vm/bumble-venv
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release demo soak test test-unit test-vm \
+.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link demo soak test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
@@ -90,8 +90,31 @@ REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git dif
 # --disable-local-rpath: with the Swift runtime inside, birdctl needs no
 # RUNPATH of $$ORIGIN, which made the loader look for libdbus and the C++
 # runtime in /usr/bin (and its hwcaps and tls subdirectories) first.
-release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
+# The binary needs only libc and libm: libdbus, the C++ runtime and libgcc come
+# from their static archives (STATIC_LINK below), so the loader maps 3 libraries,
+# not 13, and resolves none of libstdc++'s symbols. lld packs the relative
+# relocations (DT_RELR, glibc 2.36): 640 KB of them become 5 KB.
+# `birdctl --version`: 4.4 → 1.2 ms CPU; `read`: 8.3 → 5.6 ms CPU, peak RSS 11.0 → 8.1 MiB.
+RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
+	-Xlinker -z -Xlinker pack-relative-relocs
+release: deps static-link
+	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath \
+	    $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
+
+# Static archives put ahead of the system's shared libraries for the release
+# link: a dbus-1.pc whose -L names this directory comes first on the link line,
+# so -ldbus-1 and -lstdc++ find the archives linked here. dist/link/no-systemd.c
+# says why libdbus-1.a needs two systemd functions.
+STATIC_LINK := .build/static-link
+static-link: deps
+	@mkdir -p $(STATIC_LINK)
+	@dbus=$$(pkg-config --variable=libdir dbus-1)/libdbus-1.a; cxx=$$(clang -print-file-name=libstdc++.a); \
+	for a in $$dbus $$cxx; do [[ $$a == /* && -f $$a ]] || { echo "static-link: no $$a" >&2; exit 1; }; done; \
+	ln -sf $$dbus $(STATIC_LINK)/libdbus-1.a; ln -sf $$cxx $(STATIC_LINK)/libstdc++.a
+	@clang -O2 -Wall -c dist/link/no-systemd.c -o $(STATIC_LINK)/no-systemd.o
+	@rm -f $(STATIC_LINK)/libbirdctl-no-systemd.a && ar rcs $(STATIC_LINK)/libbirdctl-no-systemd.a $(STATIC_LINK)/no-systemd.o
+	@printf 'Name: dbus-1\nDescription: libdbus, linked from its static archive\nVersion: %s\nCflags: %s\nLibs: -L%s -ldbus-1 -lbirdctl-no-systemd\n' \
+	    "$$(pkg-config --modversion dbus-1)" "$$(pkg-config --cflags dbus-1)" "$(CURDIR)/$(STATIC_LINK)" > $(STATIC_LINK)/dbus-1.pc
 
 # Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
 # under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
@@ -235,7 +258,8 @@ deb: deps-install
 	rm -rf .build/deb/root
 	$(MAKE) --no-print-directory install PREFIX=/usr ZSHDIR=/usr/share/zsh/vendor-completions \
 	    DESTDIR=$(CURDIR)/.build/deb/root
-	VERSION=$(VERSION) dist/deb/build.sh .build/deb/root $(DEB)
+	VERSION=$(VERSION) STATIC_ARCHIVES="$$(readlink -f $(STATIC_LINK)/libdbus-1.a $(STATIC_LINK)/libstdc++.a)" \
+	    dist/deb/build.sh .build/deb/root $(DEB)
 
 # Installs into a DESTDIR and checks the tree, the completions, the man page
 # and the unit; builds the .deb, runs lintian, and installs and runs it in a

@@ -19,7 +19,7 @@ printf 'birdctl (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- birdctl 
     "$VERSION" "$VERSION" "$when" | gzip -9n > "$docs/changelog.gz"
 chmod 644 "$docs/changelog.gz"
 
-# Depends: the shared libraries the binary links (libc, libdbus, libstdc++…),
+# Depends: the shared libraries the binary links (libc, libm),
 # as dpkg-shlibdeps names their packages, and bluez (bluetoothd) to talk to.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -27,15 +27,27 @@ mkdir -p "$work/debian"
 printf 'Source: birdctl\n\nPackage: birdctl\nArchitecture: any\n' > "$work/debian/control"
 libs=$(cd "$work" && dpkg-shlibdeps -O "$root/usr/bin/birdctl" | sed -n 's/^shlibs:Depends=//p')
 [[ -n $libs ]] || { echo "deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
+# Packed relative relocations (DT_RELR) need glibc 2.36; the binary says so with
+# a version it needs, GLIBC_ABI_DT_RELR, but no symbol of it, which is all
+# dpkg-shlibdeps counts.
+if readelf -V "$root/usr/bin/birdctl" | grep -q GLIBC_ABI_DT_RELR; then
+    libs=$(sed -E 's/libc6 \(>= 2\.(3[0-5]|[12][0-9])\)/libc6 (>= 2.36)/' <<< "$libs")
+fi
+# Built-Using: the source packages of the static archives linked in (STATIC_ARCHIVES,
+# from the Makefile: libdbus, libstdc++), as Debian records code it ships a copy of.
+built_using=$(for archive in ${STATIC_ARCHIVES:-}; do
+    dpkg-query -W -f='${source:Package} (= ${source:Version})\n' "$(dpkg -S "$archive" | cut -d: -f1)"
+done | sort -u | paste -sd, | sed 's/,/, /g')
+[[ -n $built_using ]] || { echo "deb: STATIC_ARCHIVES names no packaged archive" >&2; exit 1; }
 
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 sed -e "s/@VERSION@/$VERSION/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$libs, bluez/" \
-    "$here/control.in" > "$root/DEBIAN/control"
+    -e "s/@BUILT_USING@/$built_using/" "$here/control.in" > "$root/DEBIAN/control"
 
 mkdir -p "$(dirname "$deb")"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
 echo "deb: $deb"
-dpkg-deb --field "$deb" Package Version Architecture Depends Recommends
+dpkg-deb --field "$deb" Package Version Architecture Depends Recommends Built-Using
 # lintian: no errors (its warnings and notes are shown).
 report=$(lintian --fail-on error "$deb" 2>&1) && status=0 || status=$?
 grep -v "running with root privileges" <<< "$report" || true
