@@ -6,7 +6,8 @@ people use today, against the fake BlueZ on a private bus, in one run.
 
 Each job runs every tool several times; the table gives medians with
 min–max and the ratio to the floor. CPU and peak RSS come from wait4(2) of
-the tool's own process; wall times from this process's monotonic clock.
+the tool's own process; a read's wall time from fork to exit (bench/measure),
+a watch's from this process's monotonic clock to the last line read.
 '''
 
 import os
@@ -70,7 +71,6 @@ class Run:
 
     def __init__(self, command, env):
         self.result = tempfile.NamedTemporaryFile(prefix='bench-', delete=False).name
-        self.started = time.monotonic()
         self.process = subprocess.Popen([self.measure, self.result, *command], env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE)
         self.lines = 0
@@ -136,13 +136,13 @@ class Run:
         except subprocess.TimeoutExpired:
             self.kill()
             self.process.wait()
-        wall = time.monotonic() - self.started
         self.reader.join(5)
         with open(self.result) as result:
             fields = result.read().split()
         os.unlink(self.result)
-        # "pid N exit S cpu SECONDS maxrss KIB"
-        return int(fields[3]), float(fields[5]), int(fields[7]), wall
+        # "pid N exit S cpu SECONDS maxrss KIB wall SECONDS": measure's wall
+        # (fork to exit), not this process's (see bench/measure.c)
+        return int(fields[3]), float(fields[5]), int(fields[7]), float(fields[9])
 
 
 def wait_notifying(bluez, run, timeout=30):
