@@ -17,8 +17,8 @@
 #                      watch in the VM: every cycle recovers, private memory stays flat
 #
 # The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
-# deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, static-link, clean)
-# are parts of these.
+# deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, static-link,
+# link-order, clean) are parts of these.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -47,7 +47,7 @@ BUMBLE_VENV := .build/vm/bumble-venv
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link demo soak test test-unit test-vm \
+.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link link-order demo soak test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
@@ -95,11 +95,23 @@ REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git dif
 # not 13, and resolves none of libstdc++'s symbols. lld packs the relative
 # relocations (DT_RELR, glibc 2.36): 640 KB of them become 5 KB.
 # `birdctl --version`: 4.4 → 1.2 ms CPU; `read`: 8.3 → 5.6 ms CPU, peak RSS 11.0 → 8.1 MiB.
+# The code birdctl runs at start, read, scan and watch is placed together
+# (dist/link/symbol-order.txt, from `make link-order`): the kernel maps 64 KB
+# around each page touched, and spread over the text that mapped nearly all of it.
 RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
-	-Xlinker -z -Xlinker pack-relative-relocs
+	-Xlinker -z -Xlinker pack-relative-relocs \
+	-Xlinker --symbol-ordering-file=$(CURDIR)/dist/link/symbol-order.txt -Xlinker --no-warn-symbol-ordering
 release: deps static-link
 	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath \
 	    $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
+
+# Regenerates dist/link/symbol-order.txt: the functions the release build runs
+# at start, read, scan and watch (callgrind, against the fake BlueZ; see
+# bench/link_order.py), then links again with it. Worth redoing when those
+# paths change; a stale list only places less of the code together.
+link-order: deps-bench release
+	/usr/bin/python3 bench/link_order.py $(RELEASE) dist/link/symbol-order.txt
+	rm -f $(RELEASE) && $(MAKE) --no-print-directory release
 
 # Static archives put ahead of the system's shared libraries for the release
 # link: a dbus-1.pc whose -L names this directory comes first on the link line,
