@@ -171,6 +171,10 @@ struct BlueZClientTests {
         let nested = Introspection(xml: #"<node name="/a"><node name="b"><node name="c"/></node><node name="../x"/></node>"#)
         #expect(nested.children == ["b"])
         #expect(Introspection(xml: "<node").children.isEmpty)
+        // A child without a name, or whose name never closes, is not one.
+        let broken = Introspection(xml: #"<node><node/><node name="ok"/><interface name="open/></node>"#)
+        #expect(broken.children == ["ok"])
+        #expect(broken.interfaces.isEmpty)
     }
 
     @Test func aTreeWithFiveThousandCachedDevicesWorks() async throws {
