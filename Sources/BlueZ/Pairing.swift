@@ -35,9 +35,9 @@ extension BlueZError {
         case .authenticationFailed: return true
         case .notPermitted, .notAuthorized, .failed:
             let text = message.lowercased()
-            return text.contains("not paired") || text.contains("insufficient authentication")
-                || text.contains("insufficient encryption") || text.contains("att error: 0x05")
-                || text.contains("att error: 0x0f") || text.contains("att error: 0x0c")
+            return text.includes("not paired") || text.includes("insufficient authentication")
+                || text.includes("insufficient encryption") || text.includes("att error: 0x05")
+                || text.includes("att error: 0x0f") || text.includes("att error: 0x0c")
         default: return false
         }
     }

@@ -16,6 +16,7 @@ struct GatewayOptionsTests {
         ("mqtt://h:99999", nil),
         ("mqtt://:1883", nil),
         ("mqtt://h/a//b", nil),
+        ("mqtt://h/a/", nil),
         ("mqtt://h/a/+/b", nil),
         ("tcp://h", nil),
         ("mqtt://u:p@h", nil),

@@ -76,6 +76,14 @@ struct BlueZErrorTests {
         }
     }
 
+    @Test func aLocalAbortIsFoundWhereverBlueZPutsItInTheMessage() {
+        #expect(BlueZError(.failed, message: "le-connection-abort-by-local").isConnectionAbortByLocal)
+        #expect(BlueZError(.failed, message: "Connect: le-connection-abort-by-local (0x3e)").isConnectionAbortByLocal)
+        #expect(!BlueZError(.failed, message: "le-connection-abort-by-remote").isConnectionAbortByLocal)
+        #expect(!BlueZError(.failed, message: "le-connection-abort").isConnectionAbortByLocal)
+        #expect(!BlueZError(.inProgress, message: "le-connection-abort-by-local").isConnectionAbortByLocal)
+    }
+
     @Test func aReplyThatNeverComesTimesOut() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird(cached: true)

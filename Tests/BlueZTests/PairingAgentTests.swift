@@ -57,6 +57,9 @@ struct PairingAgentTests {
         (BlueZError(.authenticationFailed), true),
         (BlueZError(.notPermitted, message: "Read not permitted"), false),
         (BlueZError(.failed, message: "le-connection-abort-by-local"), false),
+        // Only whole phrases: one cut short at the end, or no message at all, is none.
+        (BlueZError(.failed, message: "Operation failed with ATT error: 0x0"), false),
+        (BlueZError(.notPermitted, message: ""), false),
     ])
     func whichRefusalsAskForPairing(_ error: BlueZError, _ needsPairing: Bool) {
         #expect(error.needsPairing == needsPairing, "\(error)")

@@ -19,7 +19,7 @@ enum Completions {
 
     /// Whether a command's operands are fields (read, watch, set).
     static func takesFields(_ command: Command) -> Bool {
-        command.operands.contains("name|color|alpha") || command.operands.contains("FIELD")
+        command.operands.split(whereSeparator: { " []".contains($0) }).contains { $0 == "name|color|alpha" || $0 == "FIELD" }
     }
 
     static func bash() -> String {

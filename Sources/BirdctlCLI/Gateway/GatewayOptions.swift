@@ -94,7 +94,7 @@ struct GatewayOptions {
         }
         guard !host.isEmpty else { throw UsageError("--mqtt: no host in '\(url)'") }
         if let prefix {
-            if prefix.hasSuffix("/") || prefix.hasPrefix("/") || prefix.contains("//") || prefix.isEmpty {
+            if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
                 throw UsageError("--mqtt: the topic prefix '\(prefix)' has an empty level")
             }
             if prefix.contains(where: { $0 == "+" || $0 == "#" || $0 == "\0" }) {
