@@ -79,9 +79,11 @@ public final class MosquittoBroker: @unchecked Sendable {
         let exited = ProcessExit(process)
         try process.run()
         (self.process, self.exited) = (process, exited)
-        // It says "… running" once its listeners are open; read on a thread of
-        // its own, so that a broker that says nothing fails after 10 s.
-        let running = DispatchSemaphore(value: 0)
+        // It says "… running" once its listeners are open (mosquitto logs it
+        // after listeners__start), so no connect check is needed; read on a
+        // thread of its own, so that a broker that says nothing fails after 10 s.
+        let answered = DispatchSemaphore(value: 0)
+        let running = SaidRunning()
         Thread.detachNewThread {
             let handle = output.fileHandleForReading
             var said = ""
@@ -90,12 +92,13 @@ public final class MosquittoBroker: @unchecked Sendable {
                 if data.isEmpty { break }
                 said += String(decoding: data, as: UTF8.self)
             }
-            running.signal()
+            running.value = said.contains(" running")  // read after the signal below
+            answered.signal()
             // Drained to the end, so the broker never blocks on a full pipe.
             while !handle.availableData.isEmpty {}
             try? handle.close()
         }
-        guard running.wait(timeout: .now() + 10) == .success, process.isRunning, Self.accepts(port) else {
+        guard answered.wait(timeout: .now() + 10) == .success, running.value else {
             throw TestSetupError("mosquitto did not start:\n\(log)")
         }
     }
@@ -168,6 +171,8 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     // MARK: Set-up
 
+    /// A port nothing listens on, from the kernel (bind to port 0). The one
+    /// pointer in the test support: bind and getsockname take a sockaddr.
     private static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -183,20 +188,6 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
         guard bound else { throw TestSetupError("no free port: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    private static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
     }
 
     /// A CA, a server certificate it signs for 127.0.0.1, and another CA.
@@ -250,6 +241,12 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
         return String(decoding: data, as: UTF8.self)
     }
+}
+
+/// Whether mosquitto said it is running: written by the reader thread before
+/// it signals, read after the wait.
+private final class SaidRunning: @unchecked Sendable {
+    var value = false
 }
 
 /// A process's end, awaited without polling: its termination handler
