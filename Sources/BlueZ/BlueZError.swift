@@ -103,19 +103,3 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
-
-extension String {
-    /// Whether `part` occurs in this text, for matching BlueZ's error messages.
-    /// Not `contains(_:)` with a String: that one is _StringProcessing's, and
-    /// using it anywhere links that library and its regex parser into birdctl
-    /// (~860 KB of code, and a fifth of the conformance records the Swift
-    /// runtime scans the first time it checks a type's conformance).
-    func includes(_ part: String) -> Bool {
-        var rest = Substring(self)
-        while true {
-            if rest.hasPrefix(part) { return true }
-            if rest.isEmpty { return false }
-            rest = rest.dropFirst()
-        }
-    }
-}

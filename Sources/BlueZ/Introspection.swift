@@ -27,14 +27,11 @@ struct Introspection: Equatable, Sendable {
         }
     }
 
-    /// The value of a tag's `name="…"` attribute. Found with `hasPrefix`, not
-    /// `firstRange(of:)`: that one is _StringProcessing's, and calling it put
-    /// ~400 KB of that library's code among the pages every read maps.
+    /// The value of a tag's `name="…"` attribute.
     private static func name(in tag: Substring) -> String? {
-        let attribute = "name=\""
-        guard let found = tag.indices.first(where: { tag[$0...].hasPrefix(attribute) }) else { return nil }
-        let start = tag.index(found, offsetBy: attribute.count)
-        guard let end = tag[start...].firstIndex(of: "\"") else { return nil }
+        guard let start = tag.firstOccurrence(of: "name=\"")?.upperBound,
+            let end = tag[start...].firstIndex(of: "\"")
+        else { return nil }
         return String(tag[start..<end])
     }
 
