@@ -182,12 +182,14 @@ public final class EventLoop: @unchecked Sendable {
             runInbox()
             for hook in beforePollHooks { hook() }
 
+            // The enabled watches, as epoll is told them: rebuilt only when they
+            // change, not at every wake-up (one per notification when streaming).
             if watchesChanged {
                 watchesChanged = false
                 epoll.update(interest())
+                watched.removeAll(keepingCapacity: true)
+                for watch in watches where watch.isEnabled { watched.append(watch) }
             }
-            watched.removeAll(keepingCapacity: true)
-            for watch in watches where watch.isEnabled { watched.append(watch) }
             ready.removeAll(keepingCapacity: true)
             epoll.wait(timeout: waitTimeoutMilliseconds()) { ready.append(($0, $1)) }
 
