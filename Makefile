@@ -36,8 +36,9 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 32
 DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python3-gi python3-dbusmock \
 	libmosquitto-dev mosquitto mosquitto-clients openssl
 
-# The benchmarks: the C floor, a venv for the peers, callgrind for profiling.
-BENCH_PACKAGES := gcc python3-venv valgrind
+# The benchmarks: the C floor, a venv for the peers, callgrind for profiling,
+# bluez for bluetoothctl (a peer for reads).
+BENCH_PACKAGES := gcc python3-venv valgrind bluez
 
 # The real-BlueZ tier: Debian's kernel under qemu, bluetoothd, btvirt; a venv
 # for Bumble, the second Bluetooth stack whose birds it also runs.

@@ -25,10 +25,12 @@ import dbus
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from private_bluez import PrivateBlueZ  # noqa: E402
 import mqtt_bench  # noqa: E402
+import bluetoothctl_read  # noqa: E402
 
 ADDRESS = 'F0:0D:B1:7D:00:01'
 ALPHA = 'b7ac06dc-09ff-40ed-b03a-55d09b080003'
 ALPHA_PATH = '/org/bluez/hci0/dev_F0_0D_B1_7D_00_01/service000a/char000f'
+BLUETOOTHCTL = 'bluetoothctl 5.66 (read only)'
 PEERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'peers')
 
 
@@ -250,11 +252,13 @@ def ratio(values, floor_values):
     return f'{statistics.median(values) / statistics.median(floor_values):.2f}×'
 
 
-def ratio_lines(results, everyone, memory):
+def ratio_lines(results, everyone, memory, bluetoothctl_reads):
     '''One machine-readable line per figure: birdctl against the floor and
-    against the best of the peers (bleak, simplepyble) in this run.'''
+    against the best of the peers (bleak, simplepyble; bluetoothctl for a
+    read's CPU and peak RSS) in this run.'''
     def median(tool, job, key):
-        values = [s[key] for s in results[tool][job] if s['ok'] and key in s]
+        samples = bluetoothctl_reads if tool == BLUETOOTHCTL and job == 'read' else results.get(tool, {}).get(job, [])
+        values = [s[key] for s in samples if s['ok'] and key in s]
         return statistics.median(values) if values else None
 
     birdctl, floor, peers = everyone[0].name, everyone[1].name, [t.name for t in everyone[4:]]
@@ -269,7 +273,8 @@ def ratio_lines(results, everyone, memory):
         reference = median(floor, job, key)
         if reference:
             lines.append(f'RATIO {figure} birdctl/floor {ours / reference:.2f}')
-        best = min((v for v in (median(p, job, key) for p in peers) if v), default=None)
+        read_peers = peers + [BLUETOOTHCTL] if figure in ('read-cpu', 'read-rss') else peers
+        best = min((v for v in (median(p, job, key) for p in read_peers) if v), default=None)
         if best:
             lines.append(f'RATIO {figure} birdctl/best-peer {ours / best:.2f}')
     for figure, job in (('watch-cpu-acquire', 'watch'), ('paced-cpu-acquire', 'paced')):
@@ -304,26 +309,41 @@ def main():
     memory_large = 100_000 if quick else 1_000_000
     everyone = tools(birdctl, floor, python)
     results = {t.name: {} for t in everyone}
+    bluetoothctl_reads = []
     started = time.monotonic()
 
     def say(*parts):
         print(*parts, file=sys.stderr, flush=True)
 
+    # Round by round, every tool in turn, so that a drift of the machine's
+    # speed during the run (it is shared) falls on all of them alike: run one
+    # after the other, the ratios to the floor moved by 0.1-0.4 between runs.
     for tool in everyone:
-        # The AcquireNotify variants read as the others do: their reads are not run twice.
-        reads = tool not in everyone[2:4]
+        results[tool.name] = {'read': [], 'watch': [], 'paced': [], 'idle': []}
+    for round_number in range(watch_runs):
+        reads_now = len(range(round_number, read_runs, watch_runs))
+        for tool in everyone:
+            # The AcquireNotify variants read as the others do: their reads are not run twice.
+            reads = tool not in everyone[2:4]
+            with PrivateBlueZ() as bluez:
+                add_bird(bluez)
+                if reads:
+                    say(f'{tool.name}: read ×{reads_now} (round {round_number + 1} of {watch_runs})')
+                    results[tool.name]['read'] += job_read(tool, bluez, reads_now)
+                say(f'{tool.name}: watch {count:,} notifications (round {round_number + 1})')
+                results[tool.name]['watch'] += job_watch(tool, bluez, 1, count)
+                say(f'{tool.name}: watch {paced:,} notifications paced 1 per ms (round {round_number + 1})')
+                results[tool.name]['paced'] += job_watch(tool, bluez, 1, paced, method='Pace')
+                if round_number == 0:
+                    say(f'{tool.name}: idle {idle_seconds} s')
+                    results[tool.name]['idle'] = job_idle(tool, bluez, idle_seconds)
         with PrivateBlueZ() as bluez:
             add_bird(bluez)
-            if reads:
-                say(f'{tool.name}: read ×{read_runs}')
-            results[tool.name]['read'] = job_read(tool, bluez, read_runs) if reads else []
-            say(f'{tool.name}: watch {count:,} notifications ×{watch_runs}')
-            results[tool.name]['watch'] = job_watch(tool, bluez, watch_runs, count)
-            say(f'{tool.name}: watch {paced:,} notifications paced 1 per ms ×{watch_runs}')
-            results[tool.name]['paced'] = job_watch(tool, bluez, watch_runs, paced, method='Pace')
-            say(f'{tool.name}: idle {idle_seconds} s')
-            results[tool.name]['idle'] = job_idle(tool, bluez, idle_seconds)
-        if not reads:
+            say(f'{BLUETOOTHCTL}: read ×{reads_now} (round {round_number + 1})')
+            bluetoothctl_reads += [bluetoothctl_read.read(Run.measure, bluez.env, ADDRESS, ALPHA_PATH, '38 30')
+                                   for _ in range(reads_now)]
+    for tool in everyone:
+        if tool in everyone[2:4]:
             results[tool.name]['read10k'] = []
             continue
         with PrivateBlueZ() as bluez:
@@ -374,6 +394,13 @@ def main():
                spread(ok(r['idle'], 'idle'), 1000)]
         problems = ''.join(failures(r[job]) for job in ('read', 'watch', 'paced', 'idle', 'read10k'))
         lines.append('| ' + ' | '.join(row) + ' |' + problems)
+    if bluetoothctl_reads:
+        row = [BLUETOOTHCTL, '–', spread(ok(bluetoothctl_reads, 'cpu'), 1000),
+               spread(ok(bluetoothctl_reads, 'rss'), 1 / 1024, 1)] + ['–'] * 7
+        lines.append('| ' + ' | '.join(row) + ' |' + failures(bluetoothctl_reads))
+    lines += ['', f'{BLUETOOTHCTL}: connect, select the attribute, read and disconnect in its shell on a '
+              'pseudo-terminal, one line after the answer to the last; its CPU and peak RSS are its own, its wall '
+              'time is the dialogue\'s pace and is left out.']
     lines += ['', f'Memory of a running `watch` (MiB) after 10,000 and after {memory_large:,} notifications: '
               'resident (RSS), and private (RssAnon + RssShmem: without the binary\'s file-backed pages)',
               '', f'| tool | RSS after 10,000 | RSS after {memory_large:,} | private after 10,000 | '
@@ -396,6 +423,7 @@ def main():
         ('watch CPU per 10k paced, AcquireNotify, ≤ 1.3× the floor\'s', ok(a['paced'], 'cpu10k'),
          ok(fa['paced'], 'cpu10k'), 1.3),
         ('read wall ≤ 1.5× the floor', ok(b['read'], 'wall'), ok(f['read'], 'wall'), 1.5),
+        ('read peak RSS ≤ bluetoothctl\'s', ok(b['read'], 'rss'), ok(bluetoothctl_reads, 'rss'), 1.0),
         # The fake's wall time to marshal 10,000 devices (0.3 s in dbus-python) is
         # not bluetoothd's, so the client's own CPU is compared.
         ('read with 10k cached ≤ 1.3× read with none (CPU)', ok(b['read10k'], 'cpu'), ok(b['read'], 'cpu'), 1.3),
@@ -421,7 +449,7 @@ def main():
                      f'{largest:.2f} MiB, {growth:+.2f} MiB — {"met" if largest <= 2 and abs(growth) <= 0.25 else "MISSED"}')
 
     lines += mqtt_lines
-    lines += [''] + ratio_lines(results, everyone, memory)
+    lines += [''] + ratio_lines(results, everyone, memory, bluetoothctl_reads)
     if mqtt_ratio is not None:
         lines += [f'RATIO mqtt-cpu birdctl/pipeline {mqtt_ratio:.2f}']
 
