@@ -97,8 +97,9 @@ REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git dif
 # relocations (DT_RELR, glibc 2.36): 640 KB of them become 5 KB.
 # `birdctl --version`: 2.7 → 0.9 ms of CPU (perf stat -r 100).
 # The code birdctl runs at start, read, scan and watch is placed together
-# (dist/link/symbol-order.txt, from `make link-order`): the kernel maps 64 KB
-# around each page touched, and spread over the text that mapped nearly all of it.
+# (dist/link/symbol-order.txt, from `make link-order`): the kernel maps the
+# pages around each one touched (64 KB, or a whole large folio of the page
+# cache), and spread over the text that mapped nearly all of it.
 # With both, a read's peak RSS went from 10.3 to 5.6 MiB (`make bench`).
 RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
 	-Xlinker -z -Xlinker pack-relative-relocs \

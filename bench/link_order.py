@@ -5,7 +5,8 @@ and watches, for the release link to put side by side.
     bench/link_order.py BIRDCTL OUTPUT
 
 The kernel maps a binary's pages around each one touched (fault-around, 64 KB
-at a time), and peak RSS counts every page mapped. Left where the linker puts
+at a time, or the whole large folio the page cache holds it in), and peak RSS
+counts every page mapped. Left where the linker puts
 them, the few hundred KB of code a `read` runs lie across most of the 6 MB of
 text, and nearly all of it ended up mapped. lld places the sections of the
 functions named in OUTPUT first (--symbol-ordering-file); names that no longer
