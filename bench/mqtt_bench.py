@@ -183,14 +183,19 @@ def run(birdctl, private_bluez, add_bird, quick, say):
     broker = Broker()
     results = {}
     try:
+        # Round by round, each client in turn, as in bench/run.py.
+        cpu_runs = {name: [] for name, _, _ in clients(birdctl, broker.port)}
+        for round_number in range(runs):
+            for name, command, topic in clients(birdctl, broker.port):
+                with private_bluez() as bluez:
+                    add_bird(bluez)
+                    say(f'{name}: {count:,} readings to the broker (round {round_number + 1} of {runs})')
+                    cpu_runs[name].append(job_cpu(bluez, broker, command, topic, count))
         for name, command, topic in clients(birdctl, broker.port):
             with private_bluez() as bluez:
                 add_bird(bluez)
-                say(f'{name}: {count:,} readings to the broker ×{runs}')
-                cpu = [job_cpu(bluez, broker, command, topic, count) for _ in range(runs)]
                 say(f'{name}: latency of {paced} readings at 100/s')
-                latency = job_latency(bluez, broker, command, topic, paced, 100)
-                results[name] = (cpu, latency)
+                results[name] = (cpu_runs[name], job_latency(bluez, broker, command, topic, paced, 100))
     finally:
         broker.stop()
     lines = ['', f'MQTT gateway: {count:,} readings as fast as the fake emits them ({runs} runs), then {paced} at '

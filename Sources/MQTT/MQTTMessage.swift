@@ -10,8 +10,12 @@ public struct MQTTMessage: Sendable, Equatable {
     public var isSnapshot: Bool
 
     public init(_ topic: String, _ payload: String, retain: Bool, snapshot: Bool = false) {
+        self.init(topic, bytes: Array(payload.utf8), retain: retain, snapshot: snapshot)
+    }
+
+    public init(_ topic: String, bytes payload: [UInt8], retain: Bool, snapshot: Bool = false) {
         self.topic = topic
-        self.payload = Array(payload.utf8)
+        self.payload = payload
         self.retain = retain
         isSnapshot = snapshot
     }

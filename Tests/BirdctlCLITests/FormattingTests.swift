@@ -1,5 +1,6 @@
 import Bird
 import DBus
+import Glibc
 import Testing
 
 @testable import BirdctlCLI
@@ -22,6 +23,38 @@ struct FormattingTests {
         let line = Self.json.reading(Self.robin, .color(RGBColor(red: 255, green: 136, blue: 0)), raw: Array("#FF8800".utf8), notified: false)
         #expect(line.hasPrefix(#"{"time":""#))
         #expect(line.hasSuffix(##","event":"reading","address":"F0:0D:B1:7D:00:01","field":"color","value":"#FF8800","raw":"23464638383030","source":"read"}"##))
+    }
+
+    @Test(arguments: ["Zaunkönig", "🐦 Amsel", "plain ASCII", ""])
+    func jsonKeepsUTF8AsItIs(_ name: String) {
+        #expect(JSONObject.quoted(name) == "\"" + name + "\"")
+    }
+
+    /// The date-time part is made once a second: it must follow the clock
+    /// across a second's change, in UTC for JSON and local time for people.
+    @Test func timestampsFollowTheClock() throws {
+        for _ in 0..<2 {
+            let before = time(nil)
+            let iso = Timestamp.iso8601()
+            let clock = Timestamp.clock()
+            let after = time(nil)
+            #expect(iso.utf8.count == 24 && iso.hasSuffix("Z"))
+            #expect(clock.utf8.count == 12)
+            let utc = Set([before, after].map { Self.formatted($0, "%Y-%m-%dT%H:%M:%S.", gmtime_r) })
+            let local = Set([before, after].map { Self.formatted($0, "%H:%M:%S.", localtime_r) })
+            #expect(utc.contains(String(iso.prefix(20))))
+            #expect(local.contains(String(clock.prefix(9))))
+            usleep(1_100_000)
+        }
+    }
+
+    static func formatted(_ seconds: time_t, _ format: String, _ split: (UnsafePointer<time_t>, UnsafeMutablePointer<tm>) -> UnsafeMutablePointer<tm>?) -> String {
+        var seconds = seconds
+        var parts = tm()
+        _ = split(&seconds, &parts)
+        var buffer = [CChar](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, format, &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     @Test func alphaIsANumberInJSON() {

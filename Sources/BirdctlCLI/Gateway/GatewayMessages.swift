@@ -51,7 +51,7 @@ struct GatewayMessages {
             guard let value = values[field] else { continue }
             object.add(field.rawValue, ReportFormatter.jsonValue(value))
         }
-        return MQTTMessage("\(prefix)/\(address)", object.rendered, retain: true, snapshot: true)
+        return MQTTMessage("\(prefix)/\(address)", bytes: object.renderedBytes, retain: true, snapshot: true)
     }
 
     /// An event line (as `--json` prints it) for the bird's event topic, or the gateway's.

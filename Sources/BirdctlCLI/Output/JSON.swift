@@ -1,8 +1,14 @@
 /// A JSON object written key by key, in the order given (stable output for
-/// people reading JSON Lines, and no Foundation).
+/// people reading JSON Lines, and no Foundation). Built as UTF-8 bytes: a
+/// `watch --json` line and a gateway's state message are made per reading.
 public struct JSONObject {
-    private var text = "{"
-    private var empty = true
+    private var bytes: [UInt8]
+
+    init() {
+        bytes = []
+        bytes.reserveCapacity(192)  // a reading's line or a bird's state, without growing
+        bytes.append(UInt8(ascii: "{"))
+    }
 
     indirect enum Value {
         case string(String)
@@ -13,24 +19,30 @@ public struct JSONObject {
         case array([JSONObject])
         case list([Value])
 
-        var rendered: String {
+        func append(to out: inout [UInt8]) {
             switch self {
-            case .string(let s): JSONObject.quoted(s)
-            case .number(let n): n
-            case .integer(let i): String(i)
-            case .bool(let b): b ? "true" : "false"
-            case .object(let o): o.rendered
-            case .array(let items): "[" + items.map(\.rendered).joined(separator: ",") + "]"
-            case .list(let items): "[" + items.map(\.rendered).joined(separator: ",") + "]"
+            case .string(let s): JSONObject.appendQuoted(s, to: &out)
+            case .number(let n): out += n.utf8
+            case .integer(let i): out += String(i).utf8
+            case .bool(let b): out += (b ? "true" : "false").utf8
+            case .object(let o): out += o.renderedBytes
+            case .array(let items): Value.list(items.map(Value.object)).append(to: &out)
+            case .list(let items):
+                out.append(UInt8(ascii: "["))
+                for (index, item) in items.enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    item.append(to: &out)
+                }
+                out.append(UInt8(ascii: "]"))
             }
         }
     }
 
     mutating func add(_ key: String, _ value: Value) {
-        if !empty { text += "," }
-        empty = false
-        text += JSONObject.quoted(key) + ":"
-        text += value.rendered
+        if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+        JSONObject.appendQuoted(key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        value.append(to: &bytes)
     }
 
     mutating func add(_ key: String, _ value: String) { add(key, .string(value)) }
@@ -39,25 +51,43 @@ public struct JSONObject {
         if let value { add(key, .string(value)) }
     }
 
-    var rendered: String { text + "}" }
+    var renderedBytes: [UInt8] { bytes + [UInt8(ascii: "}")] }
+
+    var rendered: String { String(decoding: renderedBytes, as: UTF8.self) }
 
     /// `s` as a JSON string. Besides what JSON requires, it escapes what
     /// `SafeText` does (C1, bidi controls), so a JSON line shown on a terminal
     /// is as safe as text.
     public static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where SafeText.isUnsafe(c):
-                out += "\\u" + SafeText.hex(c.value, digits: 4)
-            default: out.unicodeScalars.append(scalar)
+        var out: [UInt8] = []
+        appendQuoted(s, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        // Keys, addresses, colours and numbers are printable ASCII without a
+        // quote or backslash: their bytes go as they are.
+        var text = s
+        let plain = text.withUTF8 { utf8 in
+            guard utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+            else { return false }
+            out.append(contentsOf: utf8)
+            return true
+        }
+        if !plain {
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += #"\""#.utf8
+                case "\\": out += #"\\"#.utf8
+                case "\n": out += #"\n"#.utf8
+                case "\r": out += #"\r"#.utf8
+                case "\t": out += #"\t"#.utf8
+                case let c where SafeText.isUnsafe(c): out += ("\\u" + SafeText.hex(c.value, digits: 4)).utf8
+                default: UTF8.encode(scalar) { out.append($0) }
+                }
             }
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -21,7 +21,7 @@ struct ReportFormatter {
             object.add("value", Self.jsonValue(value))
             object.add("raw", hexString(raw))
             object.add("source", notified ? "notify" : "read")
-            line += object.rendered.utf8
+            line += object.renderedBytes
             return
         }
         if color { line += Self.dimOn }

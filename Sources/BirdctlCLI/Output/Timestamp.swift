@@ -7,14 +7,11 @@ import Synchronization
 enum Timestamp {
     /// `2026-11-22T03:44:09.123Z` (UTC), for JSON.
     static func iso8601() -> String {
-        let (parts, milliseconds) = now(local: false)
-        var text = Digits(capacity: 24)
-        text.append(parts.tm_year + 1900, width: 4, then: "-")
-        text.append(parts.tm_mon + 1, width: 2, then: "-")
-        text.append(parts.tm_mday, width: 2, then: "T")
-        text.appendSeconds(parts)
-        text.append(milliseconds, width: 3, then: "Z")
-        return text.string
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        utcSecond.append(now(), to: &text)
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// `03:44:09.123` (local time), for people.
@@ -26,38 +23,61 @@ enum Timestamp {
 
     /// The same, appended to a line being built (a `watch` line per notification).
     static func appendClock(to line: inout [UInt8]) {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        // localtime_r is most of the cost: once a second.
-        lastSecond.withLock { last in
-            if let cached = last, cached.second == time.tv_sec {
-                line += cached.text
-                return
-            }
-            var seconds = time.tv_sec
-            var parts = tm()
-            localtime_r(&seconds, &parts)
-            var text = Digits(capacity: 9)
-            text.appendSeconds(parts)
-            last = (time.tv_sec, text.bytes)
-            line += text.bytes
-        }
-        let milliseconds = Int(time.tv_nsec / 1_000_000)
-        line.append(UInt8(48 + milliseconds / 100))
-        line.append(UInt8(48 + milliseconds / 10 % 10))
-        line.append(UInt8(48 + milliseconds % 10))
+        localSecond.append(now(), to: &line)
     }
 
-    /// The local `HH:MM:SS.` of the last second formatted.
-    private static let lastSecond = Mutex<(second: Int, text: [UInt8])?>(nil)
-
-    private static func now(local: Bool) -> (tm, Int32) {
+    private static func now() -> timespec {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
-        var seconds = time.tv_sec
+        return time
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.` in UTC.
+    private static let utcSecond = SecondText { seconds in
         var parts = tm()
-        if local { localtime_r(&seconds, &parts) } else { gmtime_r(&seconds, &parts) }
-        return (parts, Int32(time.tv_nsec / 1_000_000))
+        gmtime_r(&seconds, &parts)
+        var text = Digits(capacity: 20)
+        text.append(parts.tm_year + 1900, width: 4, then: "-")
+        text.append(parts.tm_mon + 1, width: 2, then: "-")
+        text.append(parts.tm_mday, width: 2, then: "T")
+        text.appendSeconds(parts)
+        return text.bytes
+    }
+
+    /// `HH:MM:SS.` in local time.
+    private static let localSecond = SecondText { seconds in
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        var text = Digits(capacity: 9)
+        text.appendSeconds(parts)
+        return text.bytes
+    }
+
+    /// A timestamp's text up to the milliseconds, made once a second:
+    /// localtime_r/gmtime_r and the digits are most of its cost, and a line
+    /// or a gateway message is made per reading.
+    private final class SecondText: Sendable {
+        private let format: @Sendable (inout time_t) -> [UInt8]
+        private let last = Mutex<(second: time_t, text: [UInt8])?>(nil)
+
+        init(_ format: @escaping @Sendable (inout time_t) -> [UInt8]) { self.format = format }
+
+        func append(_ time: timespec, to line: inout [UInt8]) {
+            last.withLock { last in
+                if let cached = last, cached.second == time.tv_sec {
+                    line += cached.text
+                    return
+                }
+                var seconds = time.tv_sec
+                let text = format(&seconds)
+                last = (time.tv_sec, text)
+                line += text
+            }
+            let milliseconds = Int(time.tv_nsec / 1_000_000)
+            line.append(UInt8(48 + milliseconds / 100))
+            line.append(UInt8(48 + milliseconds / 10 % 10))
+            line.append(UInt8(48 + milliseconds % 10))
+        }
     }
 
     /// ASCII being built: zero-padded numbers and separators.
@@ -82,7 +102,5 @@ enum Timestamp {
             append(parts.tm_min, width: 2, then: ":")
             append(parts.tm_sec, width: 2, then: ".")
         }
-
-        var string: String { String(decoding: bytes, as: UTF8.self) }
     }
 }
