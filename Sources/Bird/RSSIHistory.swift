@@ -1,3 +1,4 @@
+import DBus
 import Glibc
 
 /// The last signal-strength samples of one device and their recency-weighted
@@ -6,7 +7,7 @@ import Glibc
 public struct RSSIHistory: Hashable, Sendable {
     public struct Sample: Hashable, Sendable {
         public var rssi: Int16
-        public var time: ContinuousClock.Instant
+        public var time: MonotonicInstant
     }
 
     public static let capacity = 20
@@ -17,13 +18,13 @@ public struct RSSIHistory: Hashable, Sendable {
         self.halfLife = halfLife
     }
 
-    public mutating func add(_ rssi: Int16, at time: ContinuousClock.Instant) {
+    public mutating func add(_ rssi: Int16, at time: MonotonicInstant) {
         samples.append(Sample(rssi: rssi, time: time))
         if samples.count > Self.capacity { samples.removeFirst(samples.count - Self.capacity) }
     }
 
     /// The weighted average as of `now`, rounded to the nearest dBm; nil with no samples.
-    public func smoothed(at now: ContinuousClock.Instant) -> Int? {
+    public func smoothed(at now: MonotonicInstant) -> Int? {
         guard !samples.isEmpty else { return nil }
         let halfLifeSeconds = Self.seconds(halfLife)
         var total = 0.0

@@ -88,7 +88,7 @@ public final class ScanDriver: @unchecked Sendable {
     private func sighted(_ sighting: Sighting) {
         guard sighting.isBird, sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere") else { return }
         let key = sighting.address.uppercased()
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         var result = results[key] ?? ScanResult(address: sighting.address, name: sighting.name, rssi: nil, history: RSSIHistory())
         if let rssi = sighting.rssi { result.history.add(rssi, at: now) }
         result.rssi = result.history.smoothed(at: now)
@@ -100,7 +100,7 @@ public final class ScanDriver: @unchecked Sendable {
 
     private func finish(_ outcome: CommandOutcome) {
         guard !core.isFinished else { return }
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         let list = results.values
             .filter { minimumRSSI == nil || ($0.rssi ?? Int.min) >= minimumRSSI! }
             .map { result -> ScanResult in

@@ -9,7 +9,8 @@ import DBus
 /// tree is loaded again (`.ready`).
 ///
 /// The client lives on its connection's loop: events and completions run
-/// there, and `tree` may be read there. From elsewhere use `snapshot()`.
+/// there, and `tree` may be read there (tests read it from elsewhere
+/// through BlueZTestSupport's `snapshot()`).
 public final class BlueZClient: @unchecked Sendable {
     public typealias EventHandler = @Sendable (BlueZEvent) -> Void
     /// bluetoothd's name on the system bus, for messages to people.
@@ -58,13 +59,6 @@ public final class BlueZClient: @unchecked Sendable {
                 pathNamespace: ObjectPath(BlueZNames.root))
         ) { [self] message in propertiesChanged(message) }
         connection.loop.execute { [self] in load() }
-    }
-
-    /// The tree as it is now, from any thread.
-    public func snapshot() async -> ObjectTree {
-        await withCheckedContinuation { continuation in
-            connection.loop.execute { [self] in continuation.resume(returning: tree) }
-        }
     }
 
     // MARK: Loading

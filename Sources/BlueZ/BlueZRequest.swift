@@ -217,12 +217,4 @@ extension BlueZClient {
             return .failure(BlueZError(.other, message: "\(error)"))
         }
     }
-
-    /// Performs a request and waits for its outcome.
-    public func perform<Output>(_ request: BlueZRequest<Output>) async throws(BlueZError) -> Output {
-        let result = await withCheckedContinuation { continuation in
-            perform(request) { continuation.resume(returning: $0) }
-        }
-        return try result.get()
-    }
 }

@@ -153,14 +153,6 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Sends a method call and waits for its reply.
-    public func call(_ message: Message, timeout: Duration = .seconds(25)) async throws(DBusError) -> Message {
-        let result = await withCheckedContinuation { continuation in
-            call(message, timeout: timeout) { continuation.resume(returning: $0) }
-        }
-        return try result.get()
-    }
-
     /// Sends a method call and blocks the calling thread for its reply.
     /// Must not be called on the loop, which has to run to deliver the reply.
     public func callBlocking(_ message: Message, timeout: Duration = .seconds(25)) throws(DBusError) -> Message {
@@ -173,16 +165,6 @@ public final class Connection: @unchecked Sendable {
         }
         done.wait()
         return try box.result!.get()
-    }
-
-    /// Convenience: build and call in one step, checking the reply is a method return.
-    public func call(
-        destination: String, path: ObjectPath, interface: String, member: String,
-        arguments: [DBusValue] = [], timeout: Duration = .seconds(25)
-    ) async throws(DBusError) -> [DBusValue] {
-        let message = try Message.methodCall(
-            destination: destination, path: path, interface: interface, member: member, arguments: arguments)
-        return try await call(message, timeout: timeout).arguments()
     }
 
     /// Runs `work` on the loop and waits for it (used only off the loop).

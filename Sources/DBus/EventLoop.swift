@@ -26,7 +26,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private struct Timer {
-        var deadline: ContinuousClock.Instant
+        var deadline: MonotonicInstant
         var handler: () -> Void
     }
 
@@ -235,10 +235,10 @@ public final class EventLoop: @unchecked Sendable {
         // No timer (a watch streaming): iterating even an empty dictionary cost ~350 instructions a wake-up.
         if timers.isEmpty { return -1 }
         // A plain loop: this runs at every wake-up (a key path per timer cost more).
-        var soonest: ContinuousClock.Instant?
+        var soonest: MonotonicInstant?
         for timer in timers.values where soonest.map({ timer.deadline < $0 }) ?? true { soonest = timer.deadline }
         guard let earliest = soonest else { return -1 }
-        let remaining = ContinuousClock.now.duration(to: earliest)
+        let remaining = MonotonicInstant.now.duration(to: earliest)
         if remaining <= .zero { return 0 }
         let (seconds, attoseconds) = remaining.components
         // Round up so a timer never fires early and the loop does not spin.
@@ -248,7 +248,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func fireDueTimers() {
         guard !timers.isEmpty else { return }
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         // Most wake-ups are for a message, with no timer due: nothing built then.
         guard timers.values.contains(where: { $0.deadline <= now }) else { return }
         let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }

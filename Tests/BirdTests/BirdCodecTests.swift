@@ -1,4 +1,5 @@
 import Bird
+import DBus
 import Testing
 
 private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
@@ -111,7 +112,7 @@ struct BirdCodecTests {
 
 @Suite("RSSI smoothing")
 struct RSSIHistoryTests {
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
 
     @Test func emptyHasNoAverage() {
         #expect(RSSIHistory().smoothed(at: start) == nil)

@@ -67,4 +67,21 @@ struct LayeringTests {
             }
         }
     }
+
+    /// birdctl runs on its event loop's callbacks, never on Swift's tasks:
+    /// anything from the Concurrency runtime (even ContinuousClock) links it
+    /// in, and a `read` then maps ~250 KB more of code (docs/performance.md).
+    /// Tests await through BlueZTestSupport.
+    @Test(arguments: ["DBus", "BlueZ", "Bird", "MQTT", "BirdctlCLI", "birdctl"])
+    func noSwiftConcurrencyInWhatBirdctlLinks(_ target: String) throws {
+        let regex = try NSRegularExpression(
+            pattern: #"\b(async|await|actor|Task|TaskGroup|AsyncStream|AsyncSequence|ContinuousClock|SuspendingClock|MainActor|withChecked\w*Continuation)\b"#)
+        for file in try Self.files(of: target) {
+            for line in file.text.split(separator: "\n") {
+                let code = String(line.range(of: "//").map { line[..<$0.lowerBound] } ?? line)
+                let match = regex.firstMatch(in: code, range: NSRange(code.startIndex..., in: code))
+                #expect(match == nil, "\(target)/\(file.name): \(line)")
+            }
+        }
+    }
 }
