@@ -1,5 +1,4 @@
 import DBus
-import Dispatch
 import Glibc
 
 /// What every command shares: the system-bus connection and its loop,
@@ -8,7 +7,7 @@ final class Session: @unchecked Sendable {
     let connection: Connection
     let stdout = LineWriter(fd: 1)
     let formatter: ReportFormatter
-    private let done = DispatchSemaphore(value: 0)
+    private let done = ThreadGate()
     private var status = ExitStatus.internalError
     private var finished = false
     private var stdoutClosed = false
@@ -49,7 +48,7 @@ final class Session: @unchecked Sendable {
         finished = true
         stdout.flush()
         self.status = stdoutClosed ? .success : status
-        done.signal()
+        done.open()
     }
 
     private static let trace: @Sendable (Bool, Message) -> Void = { outgoing, message in

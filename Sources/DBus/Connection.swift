@@ -1,6 +1,5 @@
 import CDBus
 import Glibc
-import Dispatch
 import Synchronization
 
 /// A private connection to a message bus, driven by its own `EventLoop`.
@@ -158,10 +157,10 @@ public final class Connection: @unchecked Sendable {
     public func callBlocking(_ message: Message, timeout: Duration = .seconds(25)) throws(DBusError) -> Message {
         precondition(!loop.isInLoop, "callBlocking on the connection's own loop would deadlock")
         let box = ResultBox()
-        let done = DispatchSemaphore(value: 0)
+        let done = ThreadGate()
         call(message, timeout: timeout) { result in
             box.result = result
-            done.signal()
+            done.open()
         }
         done.wait()
         return try box.result!.get()
@@ -169,10 +168,10 @@ public final class Connection: @unchecked Sendable {
 
     /// Runs `work` on the loop and waits for it (used only off the loop).
     private func runBlocking(_ work: @escaping @Sendable () -> Void) {
-        let done = DispatchSemaphore(value: 0)
+        let done = ThreadGate()
         loop.execute {
             work()
-            done.signal()
+            done.open()
         }
         done.wait()
     }

@@ -68,14 +68,15 @@ struct LayeringTests {
         }
     }
 
-    /// birdctl runs on its event loop's callbacks, never on Swift's tasks:
-    /// anything from the Concurrency runtime (even ContinuousClock) links it
-    /// in, and a `read` then maps ~250 KB more of code (docs/performance.md).
-    /// Tests await through BlueZTestSupport.
+    /// birdctl runs on its event loop's callbacks, never on Swift's tasks or
+    /// dispatch queues: anything from the Concurrency runtime (even
+    /// ContinuousClock) or libdispatch links it in, and a `read` then maps
+    /// more code and runs its start-up (docs/performance.md). Tests await
+    /// through BlueZTestSupport.
     @Test(arguments: ["DBus", "BlueZ", "Bird", "MQTT", "BirdctlCLI", "birdctl"])
-    func noSwiftConcurrencyInWhatBirdctlLinks(_ target: String) throws {
+    func noConcurrencyRuntimeOrDispatchInWhatBirdctlLinks(_ target: String) throws {
         let regex = try NSRegularExpression(
-            pattern: #"\b(async|await|actor|Task|TaskGroup|AsyncStream|AsyncSequence|ContinuousClock|SuspendingClock|MainActor|withChecked\w*Continuation)\b"#)
+            pattern: #"\b(async|await|actor|Task|TaskGroup|AsyncStream|AsyncSequence|ContinuousClock|SuspendingClock|MainActor|withChecked\w*Continuation|Dispatch\w*|Foundation)\b"#)
         for file in try Self.files(of: target) {
             for line in file.text.split(separator: "\n") {
                 let code = String(line.range(of: "//").map { line[..<$0.lowerBound] } ?? line)
