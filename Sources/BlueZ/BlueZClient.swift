@@ -24,6 +24,8 @@ public final class BlueZClient: @unchecked Sendable {
     // Loop-confined state.
     public internal(set) var tree = ObjectTree()
     private var pendingEvents: [BlueZEvent] = []
+    /// The characteristic the last notification came from (see `applyPropertiesChanged`).
+    private var lastValuePath: ObjectPath?
     private enum State { case idle, loading(generation: Int), ready, unavailable }
     private var state = State.idle
     private var generation = 0
@@ -130,7 +132,7 @@ public final class BlueZClient: @unchecked Sendable {
 
     private func propertiesChanged(_ message: Message) {
         guard appliesSignals else { return }
-        tree.applyPropertiesChanged(message) { pendingEvents.append($0) }
+        tree.applyPropertiesChanged(message, lastValuePath: &lastValuePath) { pendingEvents.append($0) }
         deliverPendingEvents()
     }
 

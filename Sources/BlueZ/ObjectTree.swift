@@ -76,12 +76,13 @@ public struct ObjectTree: Hashable, Sendable {
 
     /// A characteristic's Value changed (a notification): the same as
     /// `change`, without a dictionary of changes built per notification.
-    mutating func changeValue(_ path: ObjectPath, _ bytes: [UInt8]) -> Bool {
+    /// Returns the tree's own key for `path` (nil: not in the tree).
+    mutating func changeValue(_ path: ObjectPath, _ bytes: [UInt8]) -> ObjectPath? {
         guard let object = objects.index(forKey: path),
             let slot = objects.values[object].index(forKey: BlueZNames.gattCharacteristic)
-        else { return false }
+        else { return nil }
         objects.values[object].values[slot]["Value"] = .bytes(bytes)
-        return true
+        return objects.keys[object]
     }
 
     // MARK: Typed views

@@ -21,12 +21,20 @@ extension ObjectTree {
     private static let value = CString("Value")
 
     /// PropertiesChanged of an object under /org/bluez.
-    public mutating func applyPropertiesChanged(_ message: Message, emit: (BlueZEvent) -> Void) {
+    /// `lastValuePath`: the path of the last notification, kept by the
+    /// caller, so that the next one from the same characteristic makes no
+    /// string and carries the tree's own key (cheap to compare downstream).
+    public mutating func applyPropertiesChanged(
+        _ message: Message, lastValuePath: inout ObjectPath?, emit: (BlueZEvent) -> Void
+    ) {
         // The hot path, every notification: Value alone, read without a value tree.
         if let bytes = message.singleBytePropertyChange(interface: Self.characteristicInterface, property: Self.value),
-            let path = message.path
+            let path = message.path(reusing: lastValuePath)
         {
-            if changeValue(path, bytes) { emit(.valueChanged(characteristic: path, value: bytes)) }
+            if let key = changeValue(path, bytes) {
+                lastValuePath = key
+                emit(.valueChanged(characteristic: key, value: bytes))
+            }
             return
         }
         guard let path = message.path, let arguments = try? message.arguments(), arguments.count >= 2,

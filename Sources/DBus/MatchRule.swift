@@ -68,7 +68,7 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
         /// Whether this signal is one the rule selects. `nameOwners` maps a
         /// well-known sender to the unique name owning it (absent: not known
         /// yet, accept); it is looked up only once everything else matched.
-        func matches(_ message: Message, nameOwners: [String: CString]) -> Bool {
+        func matches(_ message: Message, nameOwners: NameOwners) -> Bool {
             if let interface, !message.hasInterface(interface) { return false }
             if let member, !message.hasMember(member) { return false }
             if let path, !message.hasPath(path) { return false }

@@ -34,6 +34,21 @@ struct FastPathTests {
         #expect(message.singleBytePropertyChange(interface: Self.interface, property: Self.value) == nil)
     }
 
+    /// A path equal to the one kept is that one; any other is read from the message.
+    @Test(arguments: [
+        ("/org/bluez/hci0/dev_1/service000a/char000f", true),
+        ("/org/bluez/hci0/dev_1/service000a/char000", false),
+        ("/org/bluez/hci0/dev_1/service000a/char000f0", false),
+        ("/org/bluez/hci0/dev_1/service000a/char0011", false),
+        ("/", false),
+    ])
+    func aKnownPathIsReused(_ known: String, _ same: Bool) throws {
+        let message = try Self.changed("org.bluez.GattCharacteristic1", ["Value": .bytes([1])])
+        #expect(message.path(reusing: ObjectPath(known)) == message.path)
+        #expect((message.path(reusing: ObjectPath(known)) == ObjectPath(known)) == same)
+        #expect(message.path(reusing: nil) == message.path)
+    }
+
     @Test func anotherSignatureIsDeclined() throws {
         let message = try Message.signal(path: "/x", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                                          arguments: [.string("org.bluez.GattCharacteristic1")])

@@ -23,6 +23,7 @@ public func fuzzBlueZTree(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     run(fleet.bluetoothReady(adapter: adapter, requested: nil))
 
+    var lastValuePath: ObjectPath?  // as BlueZClient keeps it across signals
     var offset = 0
     while offset + 2 <= bytes.count {
         let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8
@@ -33,11 +34,15 @@ public func fuzzBlueZTree(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         var events: [BlueZEvent] = []
         switch message.member {
         case "InterfacesAdded", "InterfacesRemoved": tree.applyObjectManagerSignal(message) { events.append($0) }
-        case "PropertiesChanged": tree.applyPropertiesChanged(message) { events.append($0) }
+        case "PropertiesChanged":
+            tree.applyPropertiesChanged(message, lastValuePath: &lastValuePath) { events.append($0) }
         default:
             if let value = try? message.arguments().first, let loaded = try? ObjectTree(managedObjects: value) {
                 tree = loaded
             }
+        }
+        for case .valueChanged(let path, _) in events {
+            require(path == message.path, "a notification of \(String(describing: message.path)) reported as from \(path)")
         }
         for event in events {
             check(event, against: tree)
