@@ -132,8 +132,16 @@ public final class BlueZClient: @unchecked Sendable {
 
     private func propertiesChanged(_ message: Message) {
         guard appliesSignals else { return }
-        tree.applyPropertiesChanged(message, lastValuePath: &lastValuePath) { pendingEvents.append($0) }
-        deliverPendingEvents()
+        // A notification: one event, handed on once the tree has it.
+        switch tree.applyNotification(message, lastValuePath: &lastValuePath) {
+        case .applied(let path, let value):
+            if isReady { onEvent(.valueChanged(characteristic: path, value: value)) }
+        case .unknownObject:
+            break
+        case .notAValueChange:
+            tree.applyOtherPropertiesChanged(message) { pendingEvents.append($0) }
+            deliverPendingEvents()
+        }
     }
 
     /// Events go out once the tree is updated (handlers read it), from a

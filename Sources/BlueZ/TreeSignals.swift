@@ -20,23 +20,45 @@ extension ObjectTree {
     private static let characteristicInterface = CString(BlueZNames.gattCharacteristic)
     private static let value = CString("Value")
 
-    /// PropertiesChanged of an object under /org/bluez.
-    /// `lastValuePath`: the path of the last notification, kept by the
-    /// caller, so that the next one from the same characteristic makes no
-    /// string and carries the tree's own key (cheap to compare downstream).
+    /// What `applyNotification` did with a PropertiesChanged.
+    public enum NotificationOutcome {
+        /// A characteristic's Value alone changed: the tree has it, and
+        /// `characteristic` is the tree's own key.
+        case applied(characteristic: ObjectPath, value: [UInt8])
+        /// A Value change of an object the tree does not have (ignored).
+        case unknownObject
+        /// Anything else: for `applyOtherPropertiesChanged`.
+        case notAValueChange
+    }
+
+    /// The hot path, every notification: a PropertiesChanged of Value alone,
+    /// read without a value tree. Returned, not emitted, so that the client
+    /// hands it on without buffering events. `lastValuePath`: the path of the
+    /// last notification, kept by the caller, so that the next one from the
+    /// same characteristic makes no string and carries the tree's own key
+    /// (cheap to compare downstream).
+    public mutating func applyNotification(_ message: Message, lastValuePath: inout ObjectPath?) -> NotificationOutcome {
+        guard let bytes = message.singleBytePropertyChange(interface: Self.characteristicInterface, property: Self.value),
+            let path = message.path(reusing: lastValuePath)
+        else { return .notAValueChange }
+        guard let key = changeValue(path, bytes) else { return .unknownObject }
+        lastValuePath = key
+        return .applied(characteristic: key, value: bytes)
+    }
+
+    /// PropertiesChanged of an object under /org/bluez (the hot path included).
     public mutating func applyPropertiesChanged(
         _ message: Message, lastValuePath: inout ObjectPath?, emit: (BlueZEvent) -> Void
     ) {
-        // The hot path, every notification: Value alone, read without a value tree.
-        if let bytes = message.singleBytePropertyChange(interface: Self.characteristicInterface, property: Self.value),
-            let path = message.path(reusing: lastValuePath)
-        {
-            if let key = changeValue(path, bytes) {
-                lastValuePath = key
-                emit(.valueChanged(characteristic: key, value: bytes))
-            }
-            return
+        switch applyNotification(message, lastValuePath: &lastValuePath) {
+        case .applied(let path, let value): emit(.valueChanged(characteristic: path, value: value))
+        case .unknownObject: break
+        case .notAValueChange: applyOtherPropertiesChanged(message, emit: emit)
         }
+    }
+
+    /// A PropertiesChanged `applyNotification` declined, decoded whole.
+    public mutating func applyOtherPropertiesChanged(_ message: Message, emit: (BlueZEvent) -> Void) {
         guard let path = message.path, let arguments = try? message.arguments(), arguments.count >= 2,
             let interface = arguments[0].string, let changed = arguments[1].propertyMap
         else { return }
