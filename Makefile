@@ -38,7 +38,7 @@ DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python
 
 # The benchmarks: the C floor, a venv for the peers, callgrind for profiling,
 # bluez for bluetoothctl (a peer for reads).
-BENCH_PACKAGES := gcc python3-venv valgrind bluez
+BENCH_PACKAGES := gcc binutils python3-venv valgrind bluez
 
 # The real-BlueZ tier: Debian's kernel under qemu, bluetoothd, btvirt; a venv
 # for Bumble, the second Bluetooth stack whose birds it also runs.

@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from private_bluez import PrivateBlueZ  # noqa: E402
 import mqtt_bench  # noqa: E402
 import bluetoothctl_read  # noqa: E402
+import instructions  # noqa: E402
 
 ADDRESS = 'F0:0D:B1:7D:00:01'
 ALPHA = 'b7ac06dc-09ff-40ed-b03a-55d09b080003'
@@ -358,6 +359,13 @@ def main():
             say(f'{tool.name}: memory after 10,000 and {memory_large:,} notifications')
             memory[tool.name] = job_memory(tool, bluez, 10_000, memory_large)[0]
 
+    counted = {}
+    with tempfile.TemporaryDirectory(prefix='bench-valgrind-') as scratch:
+        for tool in tools(instructions.readable_copy(birdctl, scratch), floor, python)[:4]:
+            say(f'{tool.name}: instructions per notification (callgrind, watches of {instructions.SMALL:,} '
+                f'and {instructions.LARGE:,})')
+            counted[tool.name] = instructions.per_notification(tool, PrivateBlueZ, add_bird, ADDRESS, ALPHA, ALPHA_PATH)
+
     mqtt_lines, mqtt_ratio = mqtt_bench.run(birdctl, PrivateBlueZ, add_bird, quick, say)
 
     floor = results[everyone[1].name]
@@ -413,6 +421,19 @@ def main():
         else:
             lines.append(f'| {name} | failed: {m.get("error", "")[-120:]} | | | | | |')
 
+    lines += ['', 'Instructions per notification (callgrind, user space: the difference between a watch of '
+              f'{instructions.LARGE:,} and one of {instructions.SMALL:,} notifications, divided by '
+              f'{instructions.LARGE - instructions.SMALL:,}). Unlike CPU seconds in a burst, they do not move with '
+              'the machine\'s load or with how many notifications a wake-up finds.', '',
+              '| tool | instructions per notification | × the floor on the same path |', '|---|---|---|']
+    for index, tool in enumerate(everyone[:4]):
+        value, error = counted[tool.name]
+        reference = counted[everyone[index | 1].name][0]  # the floor of the same path
+        if value is None:
+            lines.append(f'| {tool.name} | failed: {error[-120:]} | |')
+        else:
+            lines.append(f'| {tool.name} | {value:,.0f} | {f"{value / reference:.2f}×" if reference else "–"} |')
+
     b, f = results['birdctl'], floor
     a, fa = results[everyone[2].name], results[everyone[3].name]
     targets = [
@@ -450,6 +471,10 @@ def main():
 
     lines += mqtt_lines
     lines += [''] + ratio_lines(results, everyone, memory, bluetoothctl_reads)
+    for figure, ours, reference in (('watch-instructions', everyone[0], everyone[1]),
+                                    ('watch-instructions-acquire', everyone[2], everyone[3])):
+        if counted[ours.name][0] and counted[reference.name][0]:
+            lines.append(f'RATIO {figure} birdctl/floor {counted[ours.name][0] / counted[reference.name][0]:.2f}')
     if mqtt_ratio is not None:
         lines += [f'RATIO mqtt-cpu birdctl/pipeline {mqtt_ratio:.2f}']
 
