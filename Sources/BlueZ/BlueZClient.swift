@@ -24,8 +24,8 @@ public final class BlueZClient: @unchecked Sendable {
     // Loop-confined state.
     public internal(set) var tree = ObjectTree()
     private var pendingEvents: [BlueZEvent] = []
-    /// The characteristic the last notification came from (see `applyPropertiesChanged`).
-    private var lastValuePath: ObjectPath?
+    /// Where the tree keeps the Values of the characteristics that notified last.
+    private var notificationSlots = NotificationSlots()
     private enum State { case idle, loading(generation: Int), ready, unavailable }
     private var state = State.idle
     private var generation = 0
@@ -133,7 +133,7 @@ public final class BlueZClient: @unchecked Sendable {
     private func propertiesChanged(_ message: Message) {
         guard appliesSignals else { return }
         // A notification: one event, handed on once the tree has it.
-        switch tree.applyNotification(message, lastValuePath: &lastValuePath) {
+        switch tree.applyNotification(message, slots: &notificationSlots) {
         case .applied(let path, let value):
             if isReady { onEvent(.valueChanged(characteristic: path, value: value)) }
         case .unknownObject:

@@ -1,4 +1,5 @@
 import DBus
+import Synchronization
 
 /// BlueZ's objects as GetManagedObjects describes them: path → interface →
 /// property → value. A plain value, changed only by the three ObjectManager /
@@ -6,8 +7,21 @@ import DBus
 public struct ObjectTree: Hashable, Sendable {
     public typealias Properties = [String: DBusValue]
     public private(set) var objects: [ObjectPath: [String: Properties]] = [:]
+    /// Drawn anew whenever a key is added to or removed from `objects` or
+    /// an object's interfaces. While it stays, indices into those
+    /// dictionaries stay valid (in copies too): `NotificationSlots` keeps
+    /// some. Not part of the tree's value (== and hash are `objects`').
+    private(set) var structure = ObjectTree.newStructure()
 
     public init() {}
+
+    public static func == (a: ObjectTree, b: ObjectTree) -> Bool { a.objects == b.objects }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(objects) }
+
+    private static let structures = Atomic<Int>(0)
+
+    private static func newStructure() -> Int { structures.add(1, ordering: .relaxed).newValue }
 
     /// Parses a GetManagedObjects reply (`a{oa{sa{sv}}}`).
     public init(managedObjects value: DBusValue) throws(BlueZError) {
@@ -38,11 +52,13 @@ public struct ObjectTree: Hashable, Sendable {
 
     /// InterfacesAdded: merges the interfaces into the object (creating it).
     public mutating func add(_ path: ObjectPath, interfaces: [String: Properties]) {
+        structure = Self.newStructure()
         objects[path, default: [:]].merge(interfaces) { old, new in old.merging(new) { $1 } }
     }
 
     /// A GetAll reply: the interface's properties as they are now (the object is created).
     mutating func set(_ path: ObjectPath, interface: String, properties: Properties) {
+        structure = Self.newStructure()
         objects[path, default: [:]][interface] = properties
     }
 
@@ -51,6 +67,7 @@ public struct ObjectTree: Hashable, Sendable {
     @discardableResult
     public mutating func remove(_ path: ObjectPath, interfaces: [String]) -> [String] {
         guard objects[path] != nil else { return [] }
+        structure = Self.newStructure()
         var removed: [String] = []
         for name in interfaces where objects[path]?.removeValue(forKey: name) != nil {
             removed.append(name)
@@ -65,7 +82,7 @@ public struct ObjectTree: Hashable, Sendable {
     public mutating func change(
         _ path: ObjectPath, interface: String, changed: Properties, invalidated: [String] = []
     ) -> Bool {
-        // One lookup of the path and the interface: this runs per notification.
+        // One lookup of the path and the interface.
         guard let object = objects.index(forKey: path),
             let slot = objects.values[object].index(forKey: interface)
         else { return false }
@@ -74,15 +91,18 @@ public struct ObjectTree: Hashable, Sendable {
         return true
     }
 
-    /// A characteristic's Value changed (a notification): the same as
-    /// `change`, without a dictionary of changes built per notification.
-    /// Returns the tree's own key for `path` (nil: not in the tree).
-    mutating func changeValue(_ path: ObjectPath, _ bytes: [UInt8]) -> ObjectPath? {
+    /// Where the characteristic at `path` keeps its properties (indices
+    /// valid while `structure` stays); nil when the tree does not have it.
+    func characteristicSlot(_ path: ObjectPath) -> NotificationSlots.Slot? {
         guard let object = objects.index(forKey: path),
-            let slot = objects.values[object].index(forKey: BlueZNames.gattCharacteristic)
+            let interface = objects.values[object].index(forKey: BlueZNames.gattCharacteristic)
         else { return nil }
-        objects.values[object].values[slot]["Value"] = .bytes(bytes)
-        return objects.keys[object]
+        return NotificationSlots.Slot(path: objects.keys[object], structure: structure, object: object, interface: interface)
+    }
+
+    /// A notification: `bytes` become the Value at `slot` (which holds for this structure).
+    mutating func setValue(_ bytes: [UInt8], at slot: NotificationSlots.Slot) {
+        objects.values[slot.object].values[slot.interface]["Value"] = .bytes(bytes)
     }
 
     // MARK: Typed views

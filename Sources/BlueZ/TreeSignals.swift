@@ -21,7 +21,7 @@ extension ObjectTree {
     private static let value = CString("Value")
 
     /// What `applyNotification` did with a PropertiesChanged.
-    public enum NotificationOutcome {
+    public enum NotificationOutcome: Equatable {
         /// A characteristic's Value alone changed: the tree has it, and
         /// `characteristic` is the tree's own key.
         case applied(characteristic: ObjectPath, value: [UInt8])
@@ -33,24 +33,28 @@ extension ObjectTree {
 
     /// The hot path, every notification: a PropertiesChanged of Value alone,
     /// read without a value tree. Returned, not emitted, so that the client
-    /// hands it on without buffering events. `lastValuePath`: the path of the
-    /// last notification, kept by the caller, so that the next one from the
-    /// same characteristic makes no string and carries the tree's own key
-    /// (cheap to compare downstream).
-    public mutating func applyNotification(_ message: Message, lastValuePath: inout ObjectPath?) -> NotificationOutcome {
-        guard let bytes = message.singleBytePropertyChange(interface: Self.characteristicInterface, property: Self.value),
-            let path = message.path(reusing: lastValuePath)
+    /// hands it on without buffering events. `slots`, kept by the caller
+    /// from one notification to the next, find where the tree keeps the
+    /// characteristic's Value without a lookup.
+    public mutating func applyNotification(_ message: Message, slots: inout NotificationSlots) -> NotificationOutcome {
+        guard let bytes = message.singleBytePropertyChange(interface: Self.characteristicInterface, property: Self.value)
         else { return .notAValueChange }
-        guard let key = changeValue(path, bytes) else { return .unknownObject }
-        lastValuePath = key
-        return .applied(characteristic: key, value: bytes)
+        if let slot = slots.slot(for: message, structure: structure) {
+            setValue(bytes, at: slot)
+            return .applied(characteristic: slot.path, value: bytes)
+        }
+        guard let path = message.path else { return .notAValueChange }
+        guard let slot = characteristicSlot(path) else { return .unknownObject }
+        setValue(bytes, at: slot)
+        slots.remember(slot)
+        return .applied(characteristic: slot.path, value: bytes)
     }
 
     /// PropertiesChanged of an object under /org/bluez (the hot path included).
     public mutating func applyPropertiesChanged(
-        _ message: Message, lastValuePath: inout ObjectPath?, emit: (BlueZEvent) -> Void
+        _ message: Message, slots: inout NotificationSlots, emit: (BlueZEvent) -> Void
     ) {
-        switch applyNotification(message, lastValuePath: &lastValuePath) {
+        switch applyNotification(message, slots: &slots) {
         case .applied(let path, let value): emit(.valueChanged(characteristic: path, value: value))
         case .unknownObject: break
         case .notAValueChange: applyOtherPropertiesChanged(message, emit: emit)

@@ -93,19 +93,13 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
 
     public var path: ObjectPath? { dbus_message_get_path(raw).map { ObjectPath(String(cString: $0)) } }
 
-    /// The path, as `known` when it is the same: no string is made, and a
-    /// path kept from the tree compares with the tree's keys by identity
-    /// (a notification carries the same characteristic's path time after time).
-    public func path(reusing known: ObjectPath?) -> ObjectPath? {
-        guard let path = dbus_message_get_path(raw) else { return nil }
-        if var text = known?.rawValue,
-            text.withUTF8({ utf8 in
-                utf8.count == strlen(path) && (utf8.isEmpty || memcmp(utf8.baseAddress!, path, utf8.count) == 0)
-            })
-        {
-            return known
+    /// Whether the message's path is `path`, compared in place (no string made).
+    public func hasPath(_ path: ObjectPath) -> Bool {
+        guard let own = dbus_message_get_path(raw) else { return false }
+        var text = path.rawValue
+        return text.withUTF8 { utf8 in
+            utf8.count == strlen(own) && (utf8.isEmpty || memcmp(utf8.baseAddress!, own, utf8.count) == 0)
         }
-        return ObjectPath(String(cString: path))
     }
     public var interface: String? { dbus_message_get_interface(raw).map { String(cString: $0) } }
     public var member: String? { dbus_message_get_member(raw).map { String(cString: $0) } }

@@ -23,7 +23,7 @@ public func fuzzBlueZTree(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     run(fleet.bluetoothReady(adapter: adapter, requested: nil))
 
-    var lastValuePath: ObjectPath?  // as BlueZClient keeps it across signals
+    var slots = NotificationSlots()  // as BlueZClient keeps them across signals
     var offset = 0
     while offset + 2 <= bytes.count {
         let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8
@@ -35,7 +35,7 @@ public func fuzzBlueZTree(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         switch message.member {
         case "InterfacesAdded", "InterfacesRemoved": tree.applyObjectManagerSignal(message) { events.append($0) }
         case "PropertiesChanged":
-            tree.applyPropertiesChanged(message, lastValuePath: &lastValuePath) { events.append($0) }
+            tree.applyPropertiesChanged(message, slots: &slots) { events.append($0) }
         default:
             if let value = try? message.arguments().first, let loaded = try? ObjectTree(managedObjects: value) {
                 tree = loaded
