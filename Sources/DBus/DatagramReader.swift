@@ -1,55 +1,91 @@
+import CDBus
 import Glibc
 
 /// A SOCK_SEQPACKET descriptor received over the bus (BlueZ's AcquireNotify:
 /// one notification per datagram), read on the loop: every datagram waiting
-/// when it wakes, then back to poll. End of file or an error ends it (for
-/// AcquireNotify: the link or bluetoothd is gone). Owns the descriptor.
-/// Loop-confined.
+/// when it wakes, taken in one recvmmsg of up to `batchSize`, then back to
+/// epoll. End of file or an error ends it (for AcquireNotify: the link or
+/// bluetoothd is gone). Owns the descriptor. Loop-confined.
 public final class DatagramReader: @unchecked Sendable {
+    /// Datagrams taken per system call; a fuller queue takes more calls.
+    static let batchSize = 32
+
     private let fd: Int32
     private let loop: EventLoop
     private var watch: AnyObject?
-    private var buffer: [UInt8]
+    private let slotSize: Int
+    /// `batchSize` slots of `slotSize` bytes, their iovecs and headers, set
+    /// up once: recvmmsg writes only the lengths and flags back.
+    private let storage: UnsafeMutableRawPointer
+    private let vectors: UnsafeMutablePointer<iovec>
+    private let headers: UnsafeMutablePointer<cdbus_datagram_header>
     private let onDatagram: ([UInt8]) -> Void
     private var onEnd: (() -> Void)?
 
     /// `maximumSize`: the longest datagram (for AcquireNotify, the MTU it
-    /// returned); a longer one would be cut by the kernel, so the buffer is
+    /// returned); a longer one would be cut by the kernel, so each slot is
     /// at least that.
     public init(
         fd: Int32, maximumSize: Int, loop: EventLoop, onDatagram: @escaping ([UInt8]) -> Void,
         onEnd: @escaping () -> Void
     ) {
+        let count = Self.batchSize
         self.fd = fd
         self.loop = loop
-        self.buffer = [UInt8](repeating: 0, count: max(maximumSize, 23))
+        self.slotSize = max(maximumSize, 23)
+        self.storage = .allocate(byteCount: count * slotSize, alignment: 16)
+        self.vectors = .allocate(capacity: count)
+        self.headers = .allocate(capacity: count)
+        for index in 0..<count {
+            vectors[index] = iovec(iov_base: storage + index * slotSize, iov_len: slotSize)
+            headers[index] = cdbus_datagram_header()
+            headers[index].header.msg_iov = vectors + index
+            headers[index].header.msg_iovlen = 1
+        }
         self.onDatagram = onDatagram
         self.onEnd = onEnd
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         watch = loop.watchReadable(fd) { [unowned self] revents in readAll(hungUp: revents & Int16(POLLHUP) != 0) }
     }
 
-    /// recv returns 0 both for an empty datagram (a notification may be
-    /// empty) and at the end: only after poll said POLLHUP is it the end.
-    /// Without it, an empty datagram ends this wake-up (should the other end
-    /// close meanwhile, the next poll says so).
+    /// A length of 0 is an empty datagram (a notification may be empty) or
+    /// the end, and after the end recvmmsg fills every slot left with 0s. So
+    /// 0s followed by data are datagrams, and so are trailing 0s in a batch
+    /// that was not full (it stopped at EAGAIN, which the end never gives).
+    /// Trailing 0s filling the batch are the end once the socket says
+    /// POLLHUP (then an empty datagram just before the end is lost with it).
     private func readAll(hungUp: Bool) {
         while watch != nil {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count > 0 {
-                onDatagram(Array(buffer[0..<count]))
-            } else if count == 0 && !hungUp {
-                return onDatagram([])
-            } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
-                return
-            } else {
-                // The other end closed it, or the socket failed (ECONNRESET…).
-                let end = onEnd
-                close()
-                end?()
-                return
+            let received = Int(cdbus_receive_datagrams(fd, headers, UInt32(Self.batchSize)))
+            if received < 0 {
+                if errno == EAGAIN || errno == EINTR { return }
+                return end()  // the socket failed (ECONNRESET…)
             }
+            var datagrams = received
+            while datagrams > 0 && headers[datagrams - 1].length == 0 { datagrams -= 1 }
+            let batchFull = received == Self.batchSize
+            let endReached = batchFull && datagrams < received && (hungUp || hangsUpNow())
+            if !endReached { datagrams = received }
+            for index in 0..<datagrams {
+                guard watch != nil else { return }  // a handler closed it
+                let bytes = UnsafeRawBufferPointer(start: storage + index * slotSize, count: Int(headers[index].length))
+                onDatagram(Array(bytes))
+            }
+            if endReached { return end() }
+            if !batchFull { return }
         }
+    }
+
+    /// Whether the other end has closed, asked without waiting.
+    private func hangsUpNow() -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLHUP) != 0
+    }
+
+    private func end() {
+        let end = onEnd
+        close()
+        end?()
     }
 
     /// Stops reading and closes the descriptor (for AcquireNotify: releases
@@ -62,5 +98,10 @@ public final class DatagramReader: @unchecked Sendable {
         Glibc.close(fd)
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        storage.deallocate()
+        vectors.deallocate()
+        headers.deallocate()
+    }
 }

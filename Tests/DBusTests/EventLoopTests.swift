@@ -7,18 +7,6 @@ import Testing
 /// these are the cases where epoll and poll differ.
 @Suite("Event loop: watched descriptors")
 struct EventLoopTests {
-    /// Calls `body` on the loop and waits for `ready` to be called there;
-    /// false if it was not within 5 s.
-    private func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable (_ ready: @escaping @Sendable () -> Void) -> Void) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let once = Once()
-            loop.execute {
-                loop.schedule(after: .seconds(5)) { if once.first() { continuation.resume(returning: false) } }
-                body { if once.first() { continuation.resume(returning: true) } }
-            }
-        }
-    }
-
     private func pipeDescriptors() -> (read: Int32, write: Int32) {
         var fds: [Int32] = [0, 0]
         precondition(pipe(&fds) == 0)
@@ -97,13 +85,4 @@ struct EventLoopTests {
 /// A watch's token, kept between two turns of the loop.
 private final class TokenBox: @unchecked Sendable {
     var token: AnyObject?
-}
-
-/// True the first time only.
-private final class Once: @unchecked Sendable {
-    private var done = false
-    func first() -> Bool {
-        defer { done = true }
-        return !done
-    }
 }
