@@ -25,6 +25,7 @@ import dbus
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from private_bluez import PrivateBlueZ  # noqa: E402
 import mqtt_bench  # noqa: E402
+import scan_bench  # noqa: E402
 import bluetoothctl_read  # noqa: E402
 import instructions  # noqa: E402
 
@@ -352,6 +353,7 @@ def main():
             add_bird(bluez)
             say(f'{tool.name}: read with 10,000 cached devices ×{read_runs}')
             results[tool.name]['read10k'] = job_read(tool, bluez, read_runs)
+    scan_lines, scan_ratios = scan_bench.run(birdctl, python, PEERS, Run, PrivateBlueZ, add_bird, ADDRESS, quick, say)
     memory = {}
     for tool in everyone[:3]:  # birdctl (both ways) and the floor: the flatness target is ours
         with PrivateBlueZ() as bluez:
@@ -409,6 +411,7 @@ def main():
     lines += ['', f'{BLUETOOTHCTL}: connect, select the attribute, read and disconnect in its shell on a '
               'pseudo-terminal, one line after the answer to the last; its CPU and peak RSS are its own, its wall '
               'time is the dialogue\'s pace and is left out.']
+    lines += scan_lines
     lines += ['', f'Memory of a running `watch` (MiB) after 10,000 and after {memory_large:,} notifications: '
               'resident (RSS), and private (RssAnon + RssShmem: without the binary\'s file-backed pages)',
               '', f'| tool | RSS after 10,000 | RSS after {memory_large:,} | private after 10,000 | '
@@ -477,6 +480,7 @@ def main():
             lines.append(f'RATIO {figure} birdctl/floor {counted[ours.name][0] / counted[reference.name][0]:.2f}')
     if mqtt_ratio is not None:
         lines += [f'RATIO mqtt-cpu birdctl/pipeline {mqtt_ratio:.2f}']
+    lines += scan_ratios
 
     table = '\n'.join(lines) + '\n'
     print(table)

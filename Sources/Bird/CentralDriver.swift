@@ -239,7 +239,7 @@ public final class CentralDriver: @unchecked Sendable {
             core.cleanup { done in client.perform(.cancelPairing(device: device)) { _ in done() } }
         case .forget(let id, let address):
             guard let adapter = core.adapter,
-                let device = client.tree.devices(on: adapter.path).first(where: { $0.address.uppercased() == address.uppercased() })
+                let device = client.tree.device(address: address, on: adapter.path)
             else { return apply { $0.forgetCompleted(id, .failure(BlueZError(.notFound))) } }
             client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { [self] result in
                 apply { $0.forgetCompleted(id, result) }
@@ -278,7 +278,7 @@ public final class CentralDriver: @unchecked Sendable {
 
     /// The bird at `address` if BlueZ already knows it on this adapter.
     private func knownBird(_ address: String, on adapter: ObjectPath) -> Sighting? {
-        guard let device = client.tree.devices(on: adapter).first(where: { $0.address.uppercased() == address.uppercased() })
+        guard let device = client.tree.device(address: address, on: adapter)
         else { return nil }
         let sighting = Sighting(known: device)
         return sighting.isBird ? sighting : nil
@@ -320,9 +320,9 @@ public final class CentralDriver: @unchecked Sendable {
     /// How many devices are connected on an adapter. A focused tree holds
     /// one device: BlueZ is asked for all (a rare path: a connect deadline).
     private func connectedDevices(on adapter: ObjectPath, _ body: @escaping @Sendable (Int) -> Void) {
-        guard client.focus != nil else { return body(client.tree.devices(on: adapter).filter(\.connected).count) }
+        guard client.focus != nil else { return body(client.tree.devicesInRange(on: adapter).filter(\.connected).count) }
         client.perform(.getManagedObjects()) { result in
-            body((try? result.get())?.devices(on: adapter).filter(\.connected).count ?? 0)
+            body((try? result.get())?.devicesInRange(on: adapter).filter(\.connected).count ?? 0)
         }
     }
 

@@ -41,7 +41,7 @@ final class Discovery: @unchecked Sendable {
                         onFailure(error)
                         return
                     }
-                    onStarted(client.tree.devices(on: adapter).compactMap(Sighting.init(heard:)))
+                    onStarted(client.tree.devicesInRange(on: adapter).compactMap(Sighting.init(heard:)))
                 }
             }
         }

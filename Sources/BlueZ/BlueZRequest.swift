@@ -9,18 +9,32 @@ public struct BlueZRequest<Output: Sendable>: Sendable {
     public let member: String
     public let arguments: [DBusValue]
     public var timeout: Duration
-    let decode: @Sendable ([DBusValue]) throws(BlueZError) -> Output
+    /// Reads the reply.
+    let decode: @Sendable (Message) throws(BlueZError) -> Output
 
+    /// A request whose reply is read from its decoded arguments.
     init(
         _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
         timeout: Duration = blueZCallTimeout, decode: @escaping @Sendable ([DBusValue]) throws(BlueZError) -> Output
+    ) {
+        self.init(path, interface, member, arguments, timeout: timeout, decodeReply: { reply throws(BlueZError) in
+            let values: [DBusValue]
+            do throws(DBusError) { values = try reply.arguments() } catch { throw BlueZError(error) }
+            return try decode(values)
+        })
+    }
+
+    /// A request whose reply is read from the message itself.
+    init(
+        _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+        timeout: Duration = blueZCallTimeout, decodeReply: @escaping @Sendable (Message) throws(BlueZError) -> Output
     ) {
         self.path = path
         self.interface = interface
         self.member = member
         self.arguments = arguments
         self.timeout = timeout
-        self.decode = decode
+        self.decode = decodeReply
     }
 }
 
@@ -39,7 +53,8 @@ public let blueZCallTimeout: Duration = {
 extension BlueZRequest where Output == Void {
     init(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
          timeout: Duration = blueZCallTimeout) {
-        self.init(path, interface, member, arguments, timeout: timeout) { _ throws(BlueZError) in }
+        // Nothing to read: the reply is not decoded.
+        self.init(path, interface, member, arguments, timeout: timeout, decodeReply: { _ throws(BlueZError) in })
     }
 
     /// Discovery limited to these service UUIDs on this transport ("le", "bredr", "auto").
@@ -177,10 +192,13 @@ extension BlueZRequest where Output == Int? {
 
 extension BlueZRequest where Output == ObjectTree {
     public static func getManagedObjects() -> Self {
-        Self("/", BlueZNames.objectManager, "GetManagedObjects") { reply throws(BlueZError) in
-            guard let value = reply.first else { throw BlueZError(.unexpectedReply, message: "empty GetManagedObjects") }
-            return try ObjectTree(managedObjects: value)
-        }
+        Self("/", BlueZNames.objectManager, "GetManagedObjects", decodeReply: { reply throws(BlueZError) in
+            do throws(DBusError) {
+                return ObjectTree(objects: try reply.managedObjects())
+            } catch {
+                throw BlueZError(.unexpectedReply, message: "GetManagedObjects: \(error.message)")
+            }
+        })
     }
 }
 
@@ -205,10 +223,10 @@ extension BlueZClient {
 
     private static func outcome<Output>(
         of result: Result<Message, DBusError>,
-        decodedBy decode: ([DBusValue]) throws(BlueZError) -> Output
+        decodedBy decode: (Message) throws(BlueZError) -> Output
     ) -> Result<Output, BlueZError> {
         do {
-            return .success(try decode(try result.get().arguments()))
+            return .success(try decode(try result.get()))
         } catch let error as DBusError {
             return .failure(BlueZError(error))
         } catch let error as BlueZError {

@@ -25,7 +25,7 @@ final class FocusedLoad: @unchecked Sendable {
     init(client: BlueZClient, address: String, isCurrent: @escaping @Sendable () -> Bool) {
         self.client = client
         self.isCurrent = isCurrent
-        deviceElement = "dev_" + String(address.uppercased().map { $0 == ":" ? "_" : $0 })
+        deviceElement = ObjectTree.pathElement(ofDevice: address)
     }
 
     /// `finished` runs once, on the loop, when every reply is in.

@@ -23,7 +23,12 @@ public struct ObjectTree: Hashable, Sendable {
 
     private static func newStructure() -> Int { structures.add(1, ordering: .relaxed).newValue }
 
-    /// Parses a GetManagedObjects reply (`a{oa{sa{sv}}}`).
+    /// GetManagedObjects' reply as `Message.managedObjects()` decodes it.
+    init(objects: [ObjectPath: [String: Properties]]) {
+        self.objects = objects
+    }
+
+    /// Parses a GetManagedObjects reply (`a{oa{sa{sv}}}`) decoded as one value.
     public init(managedObjects value: DBusValue) throws(BlueZError) {
         guard let entries = value.dictionaryEntries else {
             throw BlueZError(.unexpectedReply, message: "GetManagedObjects returned \(value.signature)")
@@ -126,7 +131,31 @@ public struct ObjectTree: Hashable, Sendable {
 
     /// Every device BlueZ knows on `adapter` (cached ones included).
     public func devices(on adapter: ObjectPath) -> [Device] {
-        views(under: adapter, BlueZNames.device, Device.init, path: \.path)
+        views(under: adapter, BlueZNames.device, Device.init)
+    }
+
+    /// The devices on `adapter` BlueZ heard recently (they have an RSSI) or
+    /// is connected to. Only those get a view: BlueZ may cache thousands.
+    public func devicesInRange(on adapter: ObjectPath) -> [Device] {
+        views(under: adapter, BlueZNames.device, Device.init) { $0["RSSI"] != nil || $0["Connected"]?.bool == true }
+    }
+
+    /// The device at `address` on `adapter`, looked up by the path BlueZ
+    /// names it by, else by its Address property (no view of the others).
+    public func device(address: String, on adapter: ObjectPath) -> Device? {
+        if let device = device(ObjectPath(adapter.rawValue + "/" + Self.pathElement(ofDevice: address))),
+            device.address.uppercased() == address.uppercased()
+        {
+            return device
+        }
+        let wanted = address.uppercased()
+        return views(under: adapter, BlueZNames.device, Device.init) { $0["Address"]?.string?.uppercased() == wanted }
+            .first
+    }
+
+    /// `dev_F0_0D_B1_7D_00_01`: the path element BlueZ gives a device.
+    static func pathElement(ofDevice address: String) -> String {
+        "dev_" + String(address.uppercased().map { $0 == ":" ? "_" : $0 })
     }
 
     public func service(_ path: ObjectPath) -> GattService? {
@@ -146,22 +175,28 @@ public struct ObjectTree: Hashable, Sendable {
 
     /// The GATT services resolved on a device.
     public func services(of device: ObjectPath) -> [GattService] {
-        views(under: device, BlueZNames.gattService, GattService.init, path: \.path)
+        views(under: device, BlueZNames.gattService, GattService.init)
     }
 
     /// The characteristics of a service (or of all services of a device).
     public func characteristics(under parent: ObjectPath) -> [GattCharacteristic] {
-        views(under: parent, BlueZNames.gattCharacteristic, GattCharacteristic.init, path: \.path)
+        views(under: parent, BlueZNames.gattCharacteristic, GattCharacteristic.init)
     }
 
-    /// Typed views of every object below `parent` with `interface`, by path.
+    /// Typed views of the objects below `parent` with `interface` whose
+    /// properties pass `wanted`, by path. Sorted on the paths themselves:
+    /// through a key path, each comparison went through the runtime (with
+    /// 10,000 cached devices, 430M instructions).
     private func views<View>(
         under parent: ObjectPath, _ interface: String, _ make: (ObjectPath, Properties) -> View?,
-        path: KeyPath<View, ObjectPath>
+        where wanted: (Properties) -> Bool = { _ in true }
     ) -> [View] {
-        objects.compactMap { objectPath, interfaces in
-            guard objectPath.isDescendant(of: parent), let properties = interfaces[interface] else { return nil }
-            return make(objectPath, properties)
-        }.sorted { $0[keyPath: path] < $1[keyPath: path] }
+        var found: [(path: ObjectPath, view: View)] = []
+        for (objectPath, interfaces) in objects where objectPath.isDescendant(of: parent) {
+            guard let properties = interfaces[interface], wanted(properties), let view = make(objectPath, properties)
+            else { continue }
+            found.append((objectPath, view))
+        }
+        return found.sorted { $0.path < $1.path }.map(\.view)
     }
 }

@@ -32,7 +32,7 @@ extension Message {
 
 private func code(_ c: Unicode.Scalar) -> Int32 { Int32(c.value) }
 
-private enum MessageDecoder {
+enum MessageDecoder {
     static func decode(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
         let type = dbus_message_iter_get_arg_type(&iter)
         var basic = DBusBasicValue()

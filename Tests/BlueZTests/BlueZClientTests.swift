@@ -32,6 +32,34 @@ struct BlueZClientTests {
         #expect(loads.count == 1)
     }
 
+    /// The client decodes GetManagedObjects in place (`Message.managedObjects`);
+    /// its tree is the one the generic decoding of the same reply gives, and
+    /// the lookups that skip views find what the full list finds.
+    @Test func aTreeDecodedInPlaceIsTheGenericDecodingsAndItsLookupsAgree() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        try await fake.call("AddCachedDevices", .uint32(300))
+        try await fake.addBird(cached: true)
+        try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer", rssi: -70, cached: true)
+        let other = try ClientUnderTest(fake)
+        try await other.ready()
+        try await other.perform(.startDiscovery(adapter: hci0))
+        try await other.connectBird()  // GATT objects, byte arrays, a connected device
+
+        let test = try ClientUnderTest(fake)
+        try await test.ready()
+        let tree = await test.client.snapshot()
+        #expect(tree == (try ObjectTree(managedObjects: try await fake.managedObjects())))
+        #expect(tree.objects.count > 300)
+
+        let inRange = tree.devices(on: hci0).filter { $0.hasSignal || $0.connected }
+        #expect(tree.devicesInRange(on: hci0) == inRange)
+        #expect(inRange.map(\.address).sorted() == ["11:22:33:44:55:66", birdAddress])
+        #expect(tree.device(address: birdAddress.lowercased(), on: hci0)?.path == birdPath)
+        #expect(tree.device(address: "C0:00:00:00:00:05", on: hci0) != nil)
+        #expect(tree.device(address: "C0:00:00:00:00:05", on: "/org/bluez/hci1") == nil)
+        #expect(tree.device(address: "C0:FF:00:00:00:05", on: hci0) == nil)
+    }
+
     @Test func discoveryReportsTheBirdButNotCachedOnes() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird(address: "F0:0D:B1:7D:00:09", name: "Cached", cached: true, visible: false)
