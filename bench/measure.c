@@ -1,5 +1,6 @@
 /* measure RESULT COMMAND...: runs COMMAND and writes its own resource use to
- * RESULT: "pid PID" at once, then "exit STATUS cpu SECONDS maxrss KIB wall SECONDS".
+ * RESULT: "pid PID" at once, then "exit STATUS cpu SECONDS maxrss KIB wall SECONDS
+ * sleeps N" (N: voluntary context switches, the times it blocked to wait).
  * Python cannot measure peak RSS itself: a child forked (or vforked) from
  * Python inherits Python's peak at exec, so the tool is forked from here.
  * Nor its wall time to a millisecond: Popen.wait(timeout) polls with sleeps
@@ -39,9 +40,10 @@ int main(int argc, char **argv) {
     while (wait4(child, &status, 0, &usage) < 0) {}
     clock_gettime(CLOCK_MONOTONIC, &ended);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    fprintf(result, "exit %d cpu %.6f maxrss %ld wall %.6f\n", code,
+    fprintf(result, "exit %d cpu %.6f maxrss %ld wall %.6f sleeps %ld\n", code,
             usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6,
-            usage.ru_maxrss, (ended.tv_sec - started.tv_sec) + (ended.tv_nsec - started.tv_nsec) / 1e9);
+            usage.ru_maxrss, (ended.tv_sec - started.tv_sec) + (ended.tv_nsec - started.tv_nsec) / 1e9,
+            usage.ru_nvcsw);
     fclose(result);
     return 0;
 }
