@@ -192,8 +192,8 @@ def job_read(tool, bluez, runs):
 
 
 def job_watch(tool, bluez, runs, count, method='Burst'):
-    '''`count` notifications, as fast as the fake emits them (Burst) or one
-    per millisecond (Pace: the client wakes for each).'''
+    '''`count` notifications, as fast as the fake emits them (Burst) or
+    2,000 a second (Pace: the client wakes for each).'''
     samples = []
     for _ in range(runs):
         run = Run(tool.watch(count + 1), bluez.env)  # the first line is the initial read
@@ -347,7 +347,7 @@ def main():
                     results[tool.name]['read'] += job_read(tool, bluez, reads_now)
                 say(f'{tool.name}: watch {count:,} notifications (round {round_number + 1})')
                 results[tool.name]['watch'] += job_watch(tool, bluez, 1, count)
-                say(f'{tool.name}: watch {paced:,} notifications paced 1 per ms (round {round_number + 1})')
+                say(f'{tool.name}: watch {paced:,} notifications paced 2,000 a second (round {round_number + 1})')
                 results[tool.name]['paced'] += job_watch(tool, bluez, 1, paced, method='Pace')
                 if round_number == 0:
                     say(f'{tool.name}: idle {idle_seconds} s')
@@ -393,7 +393,8 @@ def main():
              f'`make bench{" QUICK=1" if quick else ""}`, {time.monotonic() - started:.0f} s',
              '',
              f'Medians (min–max). read: {read_runs} runs; watch: {watch_runs} runs of {count:,} notifications '
-             'from the fake BlueZ as fast as it emits them; ratios are to the floor.',
+             f'from the fake BlueZ as fast as it emits them, and {watch_runs} runs of {paced:,} paced at 2,000 a '
+             'second (a wake-up each); ratios are to the floor.',
              '',
              'CPU in a burst depends on how many notifications a wake-up finds waiting: a client that keeps up '
              'with the fake sleeps and wakes for nearly every one, one that falls behind takes several per '
