@@ -95,7 +95,11 @@ public final class Connection: @unchecked Sendable {
         dbus_connection_set_exit_on_disconnect(raw, 0)
         installFilter()
         mainLoop.install()
-        loop.addBeforePollHook { [weak self] in self?.dispatchQueued() }
+        // Asks libdbus only when it said it queued something: this runs at
+        // every wake-up, most of them (AcquireNotify's socket) not for the bus.
+        loop.addBeforePollHook { [weak self, mainLoop] in
+            if mainLoop.takeQueuedMark() { self?.dispatchQueued() }
+        }
         loop.start()
     }
 
@@ -246,7 +250,6 @@ public final class Connection: @unchecked Sendable {
     /// instructions of a notification's 45k. Method calls still go through
     /// it, so its built-in org.freedesktop.DBus.Peer answers, then our filter.
     private func dispatchQueued() {
-        guard mainLoop.takeQueuedMark() else { return }
         while let message = dbus_connection_borrow_message(raw) {
             if dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_METHOD_CALL {
                 dbus_connection_return_message(raw, message)

@@ -45,7 +45,9 @@ public final class DatagramReader: @unchecked Sendable {
         self.onDatagram = onDatagram
         self.onEnd = onEnd
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        watch = loop.watchReadable(fd) { [unowned self] revents in readAll(hungUp: revents & Int16(POLLHUP) != 0) }
+        watch = loop.watchReadable(fd, drains: true) { [unowned self] revents in
+            readAll(hungUp: revents & Int16(POLLHUP) != 0)
+        }
     }
 
     /// A length of 0 is an empty datagram (a notification may be empty) or
@@ -58,7 +60,9 @@ public final class DatagramReader: @unchecked Sendable {
         while watch != nil {
             let received = Int(cdbus_receive_datagrams(fd, headers, UInt32(Self.batchSize)))
             if received < 0 {
-                if errno == EAGAIN || errno == EINTR { return }
+                // Drained: epoll reports the socket again when more comes (edge-triggered).
+                if errno == EAGAIN { return }
+                if errno == EINTR { continue }
                 return end()  // the socket failed (ECONNRESET…)
             }
             var datagrams = received

@@ -61,13 +61,16 @@ final class EpollSet {
     }
 
     /// Waits up to `timeout` ms (-1: without limit) and calls `ready` with
-    /// each ready descriptor and its events.
+    /// each ready descriptor and its events, once per descriptor. `ready`
+    /// may add and remove descriptors (not `update`).
     func wait(timeout: Int32, _ ready: (Int32, Int16) -> Void) {
         let count = epoll_wait(fd, &events, Int32(events.count), alwaysReady.isEmpty ? timeout : 0)
         if count < 0 && errno != EINTR { fatalError("epoll_wait failed: errno \(errno)") }
         for index in 0..<max(0, Int(count)) {
             ready(events[index].data.fd, Int16(truncatingIfNeeded: events[index].events))
         }
+        // Iterating even an empty dictionary costs: this runs at every wake-up.
+        if alwaysReady.isEmpty { return }
         for (descriptor, events) in alwaysReady { ready(descriptor, Int16(truncatingIfNeeded: events)) }
     }
 }

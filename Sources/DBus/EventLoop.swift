@@ -15,11 +15,23 @@ public final class EventLoop: @unchecked Sendable {
     final class IOWatch {
         let fd: Int32
         let events: Int16
+        /// Reported only when the descriptor becomes ready again: for a
+        /// handler that always reads until it would block (EAGAIN). Level-
+        /// triggered, epoll looks at the descriptor once more at the next wait
+        /// to find it drained — at every wake-up of a paced stream.
+        let isEdgeTriggered: Bool
         fileprivate(set) var isEnabled: Bool
+        /// Between `addWatch` and `removeWatch`: a watch removed by a handler
+        /// is not called later in the same round.
+        fileprivate(set) var isWatched = false
         let handler: (_ revents: Int16) -> Void
-        init(fd: Int32, events: Int16, isEnabled: Bool = true, handler: @escaping (Int16) -> Void) {
+        init(
+            fd: Int32, events: Int16, isEdgeTriggered: Bool = false, isEnabled: Bool = true,
+            handler: @escaping (Int16) -> Void
+        ) {
             self.fd = fd
             self.events = events
+            self.isEdgeTriggered = isEdgeTriggered
             self.isEnabled = isEnabled
             self.handler = handler
         }
@@ -44,6 +56,11 @@ public final class EventLoop: @unchecked Sendable {
     private var watchesChanged = true
     private var timers: [UInt64: Timer] = [:]
     private var nextTimerID: UInt64 = 1
+    /// The earliest deadline in `timers` (nil: none), kept so that a wake-up
+    /// does not look through them all; nil and stale after the timer that had
+    /// it went, until `soonestDeadline()` looks again.
+    private var soonest: MonotonicInstant?
+    private var soonestIsStale = false
     /// Run before every wait, in the order added: the connection dispatches
     /// queued messages, then e.g. an output buffer is flushed once per batch.
     private var beforePollHooks: [() -> Void] = []
@@ -82,12 +99,15 @@ public final class EventLoop: @unchecked Sendable {
     public func schedule(after delay: Duration, _ handler: @escaping () -> Void) -> TimerID {
         let id = nextTimerID
         nextTimerID += 1
-        timers[id] = Timer(deadline: .now + delay, handler: handler)
+        let deadline = MonotonicInstant.now + delay
+        timers[id] = Timer(deadline: deadline, handler: handler)
+        if !soonestIsStale, soonest.map({ deadline < $0 }) ?? true { soonest = deadline }
         return TimerID(raw: id)
     }
 
     public func cancel(_ timer: TimerID) {
-        timers[timer.raw] = nil
+        guard let removed = timers.removeValue(forKey: timer.raw) else { return }
+        if removed.deadline == soonest { soonestIsStale = true }
     }
 
     /// Adds work to run before each wait, after pending messages are dispatched (loop only).
@@ -100,10 +120,12 @@ public final class EventLoop: @unchecked Sendable {
     func addWatch(_ watch: IOWatch) {
         epoll.forget(watch.fd)
         watches.append(watch)
+        watch.isWatched = true
         watchesChanged = true
     }
 
     func removeWatch(_ watch: IOWatch) {
+        watch.isWatched = false
         watches.removeAll { $0 === watch }
         epoll.forget(watch.fd)
         watchesChanged = true
@@ -121,10 +143,12 @@ public final class EventLoop: @unchecked Sendable {
         watchReadable(fd, revents: { _ in handler() })
     }
 
-    /// Like `watchReadable`, with the ready events (POLLHUP: the other end closed).
+    /// Like `watchReadable`, with the ready events (POLLHUP: the other end
+    /// closed). `drains`: the handler reads until the descriptor would block,
+    /// so it is called only when it becomes readable again (edge-triggered).
     @discardableResult
-    public func watchReadable(_ fd: Int32, revents handler: @escaping (Int16) -> Void) -> AnyObject {
-        let watch = IOWatch(fd: fd, events: Int16(POLLIN), handler: handler)
+    public func watchReadable(_ fd: Int32, drains: Bool = false, revents handler: @escaping (Int16) -> Void) -> AnyObject {
+        let watch = IOWatch(fd: fd, events: Int16(POLLIN), isEdgeTriggered: drains, handler: handler)
         addWatch(watch)
         return watch
     }
@@ -177,7 +201,6 @@ public final class EventLoop: @unchecked Sendable {
     private func run() {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
         var watched: [IOWatch] = []
-        var ready: [(fd: Int32, events: Int16)] = []
         while !stopRequested.load(ordering: .acquiring) {
             runInbox()
             for hook in beforePollHooks { hook() }
@@ -190,21 +213,18 @@ public final class EventLoop: @unchecked Sendable {
                 watched.removeAll(keepingCapacity: true)
                 for watch in watches where watch.isEnabled { watched.append(watch) }
             }
-            ready.removeAll(keepingCapacity: true)
-            epoll.wait(timeout: waitTimeoutMilliseconds()) { ready.append(($0, $1)) }
-
-            for (fd, _) in ready where fd == wakeFD {
-                var count: UInt64 = 0
-                _ = read(wakeFD, &count, 8)
-            }
-            for watch in watched {
-                // Two watches may share a descriptor (libdbus: reading and writing).
-                var revents: Int16 = 0
-                for (fd, events) in ready where fd == watch.fd { revents |= events }
-                revents &= watch.events | Int16(POLLERR | POLLHUP)
-                // A watch removed by an earlier handler in this round is skipped.
-                if revents != 0, watch.isEnabled, watches.contains(where: { $0 === watch }) {
-                    watch.handler(revents)
+            // epoll reports each descriptor once, with the events of all its
+            // watches (libdbus has two on its socket: reading and writing).
+            epoll.wait(timeout: waitTimeoutMilliseconds()) { fd, events in
+                if fd == wakeFD {
+                    var count: UInt64 = 0
+                    _ = read(wakeFD, &count, 8)
+                    return
+                }
+                for watch in watched where watch.fd == fd {
+                    let revents = events & (watch.events | Int16(POLLERR | POLLHUP))
+                    // A watch removed or disabled by an earlier handler is skipped.
+                    if revents != 0, watch.isWatched, watch.isEnabled { watch.handler(revents) }
                 }
             }
             fireDueTimers()
@@ -222,7 +242,7 @@ public final class EventLoop: @unchecked Sendable {
     private func interest() -> [Int32: UInt32] {
         var wanted: [Int32: UInt32] = [wakeFD: UInt32(POLLIN)]
         for watch in watches where watch.isEnabled {
-            wanted[watch.fd, default: 0] |= UInt32(UInt16(bitPattern: watch.events))
+            wanted[watch.fd, default: 0] |= UInt32(UInt16(bitPattern: watch.events)) | (watch.isEdgeTriggered ? EPOLLET.rawValue : 0)
         }
         return wanted
     }
@@ -231,13 +251,18 @@ public final class EventLoop: @unchecked Sendable {
         for item in inbox.takeAll() { item() }
     }
 
+    /// The earliest deadline of a timer, if any (looked for again only when stale).
+    private func soonestDeadline() -> MonotonicInstant? {
+        if soonestIsStale {
+            soonestIsStale = false
+            soonest = nil
+            for timer in timers.values where soonest.map({ timer.deadline < $0 }) ?? true { soonest = timer.deadline }
+        }
+        return soonest
+    }
+
     private func waitTimeoutMilliseconds() -> Int32 {
-        // No timer (a watch streaming): iterating even an empty dictionary cost ~350 instructions a wake-up.
-        if timers.isEmpty { return -1 }
-        // A plain loop: this runs at every wake-up (a key path per timer cost more).
-        var soonest: MonotonicInstant?
-        for timer in timers.values where soonest.map({ timer.deadline < $0 }) ?? true { soonest = timer.deadline }
-        guard let earliest = soonest else { return -1 }
+        guard let earliest = soonestDeadline() else { return -1 }
         let remaining = MonotonicInstant.now.duration(to: earliest)
         if remaining <= .zero { return 0 }
         let (seconds, attoseconds) = remaining.components
@@ -247,13 +272,13 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func fireDueTimers() {
-        guard !timers.isEmpty else { return }
-        let now = MonotonicInstant.now
         // Most wake-ups are for a message, with no timer due: nothing built then.
-        guard timers.values.contains(where: { $0.deadline <= now }) else { return }
+        guard let earliest = soonestDeadline() else { return }
+        let now = MonotonicInstant.now
+        guard earliest <= now else { return }
         let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
         for (id, timer) in due where timers[id] != nil {
-            timers[id] = nil
+            cancel(TimerID(raw: id))
             timer.handler()
         }
     }

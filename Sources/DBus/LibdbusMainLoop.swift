@@ -47,7 +47,8 @@ final class LibdbusMainLoop {
     /// so a wake-up for something else (a notification on AcquireNotify's
     /// socket, a timer) does not ask it (a lock, ~800 instructions).
     func takeQueuedMark() -> Bool {
-        hasQueued.exchange(false, ordering: .acquiringAndReleasing)
+        // A plain load first: the exchange is a locked instruction, and most wake-ups find nothing.
+        hasQueued.load(ordering: .relaxed) && hasQueued.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     /// Starts true: messages may have been queued before `install`.

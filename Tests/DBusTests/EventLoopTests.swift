@@ -80,6 +80,103 @@ struct EventLoopTests {
         }
         #expect(bothCalled, "one of two watches on a readable descriptor was not called")
     }
+
+    @Test func aWatchRemovedByAnEarlierHandlerInTheSameRoundIsNotCalled() async throws {
+        let pair = try EchoPair()
+        let loop = pair.client.loop
+        let first = pipeDescriptors()
+        let second = pipeDescriptors()
+        defer { [first.read, first.write, second.read, second.write].forEach { close($0) } }
+        // Both readable before the loop waits: one round reports both, and
+        // whichever handler runs first removes the other's watch.
+        let calls = OrderBox()
+        let done = await onLoop(loop) { ready in
+            nonisolated(unsafe) var tokens: [AnyObject] = []
+            for fd in [first.read, second.read] {
+                tokens.append(loop.watchReadable(fd) {
+                    calls.fired.append(Int(fd))
+                    tokens.forEach(loop.unwatch)
+                    tokens.removeAll()
+                    loop.schedule(after: .milliseconds(50), ready)
+                })
+            }
+            _ = write(first.write, "x", 1)
+            _ = write(second.write, "x", 1)
+        }
+        #expect(done)
+        #expect(calls.fired.count == 1, "a watch removed by the handler before it was still called")
+    }
+
+    @Test func anEdgeTriggeredWatchIsCalledAgainForDataAfterItDrained() async throws {
+        let pair = try EchoPair()
+        let loop = pair.client.loop
+        let fds = pipeDescriptors()
+        defer { close(fds.read); close(fds.write) }
+        _ = fcntl(fds.read, F_SETFL, O_NONBLOCK)
+        let calledThrice = await onLoop(loop) { ready in
+            nonisolated(unsafe) var token: AnyObject?
+            nonisolated(unsafe) var calls = 0
+            token = loop.watchReadable(fds.read, drains: true) { _ in
+                var byte: UInt8 = 0
+                while read(fds.read, &byte, 1) == 1 {}
+                calls += 1
+                // More after each drain: from the loop (a timer) and, the
+                // last time, written in the handler itself after it drained.
+                if calls == 1 { loop.schedule(after: .milliseconds(10)) { _ = write(fds.write, "y", 1) } }
+                if calls == 2 { _ = write(fds.write, "z", 1) }
+                if calls == 3, let token {
+                    loop.unwatch(token)
+                    ready()
+                }
+            }
+            _ = write(fds.write, "x", 1)
+        }
+        #expect(calledThrice, "an edge-triggered watch missed data that came after it drained")
+    }
+}
+
+/// Timers keep their earliest deadline rather than looking through all of
+/// them at every wake-up; these are the cases where that could go wrong.
+@Suite("Event loop: timers")
+struct EventLoopTimerTests {
+    @Test func timersFireInDeadlineOrderWhicheverWasScheduledFirst() async throws {
+        let pair = try EchoPair()
+        let loop = pair.client.loop
+        let order = OrderBox()
+        let done = await onLoop(loop) { ready in
+            loop.schedule(after: .milliseconds(60)) { order.fired.append(3); ready() }
+            loop.schedule(after: .milliseconds(40)) { order.fired.append(2) }
+            loop.schedule(after: .milliseconds(20)) { order.fired.append(1) }
+        }
+        #expect(done)
+        #expect(order.fired == [1, 2, 3])
+    }
+
+    @Test func cancellingTheSoonestTimerLeavesTheNextOnTimeAndTheCancelledSilent() async throws {
+        let pair = try EchoPair()
+        let loop = pair.client.loop
+        let order = OrderBox()
+        let started = MonotonicInstant.now
+        let done = await onLoop(loop) { ready in
+            let soonest = loop.schedule(after: .milliseconds(20)) { order.fired.append(1) }
+            loop.schedule(after: .milliseconds(80)) {
+                order.fired.append(2)
+                order.elapsed = started.duration(to: .now)
+                ready()
+            }
+            loop.cancel(soonest)
+            // Scheduled after the cancel, while the earliest deadline is being looked for again.
+            loop.schedule(after: .milliseconds(40)) { order.fired.append(3) }
+        }
+        #expect(done)
+        #expect(order.fired == [3, 2])
+        #expect(order.elapsed >= .milliseconds(80), "the later timer fired early")
+    }
+}
+
+private final class OrderBox: @unchecked Sendable {
+    var fired: [Int] = []
+    var elapsed: Duration = .zero
 }
 
 /// A watch's token, kept between two turns of the loop.

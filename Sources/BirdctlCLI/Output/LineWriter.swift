@@ -31,7 +31,9 @@ final class LineWriter: @unchecked Sendable {
         guard !isClosed, !buffer.isEmpty else { return }
         while !buffer.isEmpty {
             let result = write(fd, buffer, buffer.count)
-            if result >= 0 {
+            if result == buffer.count {
+                buffer.removeAll(keepingCapacity: true)
+            } else if result >= 0 {
                 // A blocking write is rarely partial (a signal); then drop what went out.
                 buffer.removeFirst(result)
             } else if errno == EINTR {
