@@ -62,6 +62,38 @@ struct NotificationSlotTests {
         #expect(try Self.applied(&tree, &slots, Self.other, "4") == Self.other)
     }
 
+    /// The slot knows where Value is among the properties: properties added
+    /// or invalidated since (enough for the dictionary to grow) make it
+    /// looked up again, and a characteristic without a Value gets one.
+    @Test func propertiesAddedOrRemovedSinceTheSlotAreNotOverwritten() throws {
+        var tree = ObjectTree()
+        tree.add(Self.characteristic, interfaces: [Self.gatt: ["UUID": .string("x")]])
+        var slots = NotificationSlots()
+        #expect(try Self.applied(&tree, &slots, Self.characteristic, "1") == Self.characteristic)
+        #expect(try Self.applied(&tree, &slots, Self.characteristic, "2") == Self.characteristic)
+        #expect(Self.value(tree, Self.characteristic) == Array("2".utf8))
+
+        var added: ObjectTree.Properties = [:]
+        for index in 0..<50 { added["Extra\(index)"] = .uint32(UInt32(index)) }
+        let grew = tree.change(Self.characteristic, interface: Self.gatt, changed: added)
+        #expect(grew)
+        #expect(try Self.applied(&tree, &slots, Self.characteristic, "3") == Self.characteristic)
+        let grown = try #require(tree.properties(Self.characteristic, Self.gatt))
+        #expect(grown["Value"]?.bytes == Array("3".utf8))
+        #expect(grown["UUID"] == .string("x"))
+        let extras = (0..<50).filter { grown["Extra\($0)"] == .uint32(UInt32($0)) }
+        #expect(extras.count == 50)
+
+        let shrank = tree.change(Self.characteristic, interface: Self.gatt, changed: [:], invalidated: ["UUID", "Extra7"])
+        #expect(shrank)
+        #expect(try Self.applied(&tree, &slots, Self.characteristic, "4") == Self.characteristic)
+        let shrunk = try #require(tree.properties(Self.characteristic, Self.gatt))
+        #expect(shrunk["Value"]?.bytes == Array("4".utf8))
+        #expect(shrunk["UUID"] == nil)
+        #expect(shrunk["Extra7"] == nil)
+        #expect(shrunk.count == 1 + 49)
+    }
+
     /// A copy of the tree (a snapshot handed out) keeps its own values.
     @Test func aCopyIsNotChangedThroughTheSlots() throws {
         var tree = Self.tree()
