@@ -19,6 +19,7 @@ each, run ~50 times slower), and several per wake-up would be counted as one.
 '''
 
 import os
+import shlex
 import subprocess
 import tempfile
 import time
@@ -29,10 +30,14 @@ SMALL, LARGE = 100, 2_100
 
 
 def total_instructions(command, bluez, address, uuid, characteristic_path, count, method):
-    '''Instructions callgrind counted for `command` while `count` notifications arrive.'''
+    '''Instructions callgrind counted for `command` while `count` notifications
+    arrive. `command`: an argument list, or a list of them for a pipeline
+    (`a | b`), each stage counted and the sum returned.'''
+    stages = command if isinstance(command[0], list) else [command]
     with tempfile.TemporaryDirectory(prefix='bench-callgrind-') as scratch:
-        out = os.path.join(scratch, 'callgrind.out')
-        process = subprocess.Popen(['valgrind', '--tool=callgrind', f'--callgrind-out-file={out}', *command],
+        counted = [['valgrind', '--tool=callgrind', f'--callgrind-out-file={scratch}/{index}.out', *stage]
+                   for index, stage in enumerate(stages)]
+        process = subprocess.Popen(['/bin/sh', '-c', ' | '.join(shlex.join(stage) for stage in counted)],
                                    env=bluez.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         characteristic = bluez.bus.get_object('org.bluez', characteristic_path)
         deadline = time.monotonic() + 120  # start-up under valgrind is slow
@@ -47,17 +52,22 @@ def total_instructions(command, bluez, address, uuid, characteristic_path, count
             time.sleep(0.1)
         if not subscribed:
             process.kill()
-            raise RuntimeError(f'{command[0]} did not subscribe: {process.communicate()[1].decode()[-300:]}')
+            raise RuntimeError(f'{stages[0][0]} did not subscribe: {process.communicate()[1].decode()[-300:]}')
         time.sleep(1)  # its initial read answered, under valgrind
         bluez.control(method, address, uuid, dbus.UInt32(count), dbus.UInt32(101))
         _, stderr = process.communicate(timeout=600)
         if process.returncode != 0:
-            raise RuntimeError(f'{command[0]} exited {process.returncode}: {stderr.decode()[-300:]}')
-        with open(out) as profile:
-            for line in profile:
-                if line.startswith(('summary:', 'totals:')):
-                    return int(line.split()[1])
-        raise RuntimeError(f'no totals in {out}')
+            raise RuntimeError(f'{stages[-1][0]} exited {process.returncode}: {stderr.decode()[-300:]}')
+        return sum(profile_total(f'{scratch}/{index}.out') for index in range(len(stages)))
+
+
+def profile_total(path):
+    '''The instructions a callgrind profile counted.'''
+    with open(path) as profile:
+        for line in profile:
+            if line.startswith(('summary:', 'totals:')):
+                return int(line.split()[1])
+    raise RuntimeError(f'no totals in {path}')
 
 
 def readable_copy(binary, directory):

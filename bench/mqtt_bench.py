@@ -9,6 +9,7 @@ both publishing QoS 1 to one mosquitto on a loopback port.
   PushValue call to the subscriber's line (mosquitto_sub flushes each).
 '''
 
+import collections
 import os
 import signal
 import statistics
@@ -19,8 +20,11 @@ import time
 
 import dbus
 
+import instructions
+
 ADDRESS = 'F0:0D:B1:7D:00:01'
 ALPHA = 'b7ac06dc-09ff-40ed-b03a-55d09b080003'
+ALPHA_PATH = '/org/bluez/hci0/dev_F0_0D_B1_7D_00_01/service000a/char000f'
 
 
 class Broker:
@@ -125,11 +129,10 @@ def clients(birdctl, port):
 
 def wait_notifying(bluez, subscriber, timeout=30):
     '''Until the client is subscribed and its initial read reached the broker.'''
-    path = '/org/bluez/hci0/dev_F0_0D_B1_7D_00_01/service000a/char000f'
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if subscriber.arrivals and bluez.bus.get_object('org.bluez', path).Get(
+            if subscriber.arrivals and bluez.bus.get_object('org.bluez', ALPHA_PATH).Get(
                     'org.bluez.GattCharacteristic1', 'Notifying', dbus_interface='org.freedesktop.DBus.Properties'):
                 return True
         except dbus.DBusException:
@@ -177,11 +180,25 @@ def job_latency(bluez, broker, command, topic, count, rate):
     return run_client(bluez, broker, command, topic, work)
 
 
+Counted = collections.namedtuple('Counted', 'name watch')
+
+
+def counted_clients(birdctl, port):
+    '''Both clients ending after n readings, for callgrind (the pipeline as
+    its two stages; mosquitto_pub ends at the end of its input).'''
+    native = ['watch', ADDRESS, 'alpha', '--quiet', '--no-discovery', '--mqtt', f'mqtt://127.0.0.1:{port}/bench']
+    return [Counted('birdctl --mqtt', lambda n: [birdctl, *native, '--count', str(n)]),
+            Counted('birdctl --json | mosquitto_pub -l -q 1',
+                    lambda n: [[birdctl, 'watch', ADDRESS, 'alpha', '--json', '--count', str(n)],
+                               ['mosquitto_pub', '-p', str(port), '-q', '1', '-l', '-t', 'bench/pipe']])]
+
+
 def run(birdctl, private_bluez, add_bird, quick, say):
     '''Every client, both jobs; the table's lines.'''
     count, runs, paced = (10_000, 1, 200) if quick else (50_000, 3, 1000)
     broker = Broker()
     results = {}
+    counted = {}
     try:
         # Round by round, each client in turn, as in bench/run.py.
         cpu_runs = {name: [] for name, _, _ in clients(birdctl, broker.port)}
@@ -196,25 +213,42 @@ def run(birdctl, private_bluez, add_bird, quick, say):
                 add_bird(bluez)
                 say(f'{name}: latency of {paced} readings at 100/s')
                 results[name] = (cpu_runs[name], job_latency(bluez, broker, command, topic, paced, 100))
+        with tempfile.TemporaryDirectory(prefix='bench-mqtt-') as scratch:
+            for client in counted_clients(instructions.readable_copy(birdctl, scratch), broker.port):
+                say(f'{client.name}: instructions per reading (callgrind)')
+                counted[client.name] = instructions.per_notification(client, private_bluez, add_bird, ADDRESS, ALPHA,
+                                                                     ALPHA_PATH)
     finally:
         broker.stop()
     lines = ['', f'MQTT gateway: {count:,} readings as fast as the fake emits them ({runs} runs), then {paced} at '
              '100/s, QoS 1 to one mosquitto on loopback; CPU of the whole client (for the pipeline, birdctl and '
-             'mosquitto_pub); latency from the notification to the subscriber\'s line. The native path publishes '
-             'the value and the bird\'s state (a snapshot: in a burst a newer state replaces one still waiting), '
-             'the pipeline one JSON line per reading.', '',
-             '| client | CPU s per 10k readings | lost | latency p50 ms | latency p99 ms |', '|---|---|---|---|---|']
+             'mosquitto_pub); latency from the notification to the subscriber\'s line; instructions per reading '
+             f'(callgrind, user space, every process of the client: a burst of {instructions.LARGE:,} less one of '
+             f'{instructions.SMALL:,}, divided by the difference). The native path publishes the value and the '
+             'bird\'s state (once per wake-up of its loop, after the readings it found; a newer state replaces one '
+             'still waiting), the pipeline one JSON line per reading.', '',
+             '| client | CPU s per 10k readings | lost | latency p50 ms | latency p99 ms | instructions per reading |',
+             '|---|---|---|---|---|---|']
     for name, (cpu, latency) in results.items():
         good = [s['cpu10k'] for s in cpu if s['ok']]
         cpu_text = f'{statistics.median(good):.3f}' if good else 'failed: ' + str(cpu[0].get('error', ''))
         lost = sum(s.get('lost', 0) for s in cpu)
         lat = (f'{latency["p50"] * 1000:.1f} | {latency["p99"] * 1000:.1f}' if latency.get('ok')
                else f'failed: {latency.get("error", "")} |')
-        lines.append(f'| {name.replace("|", "&#124;")} | {cpu_text} | {lost} | {lat} |')
-    native, pipeline = (results.get(name) for name, _, _ in clients(birdctl, 0))
-    ours = [s['cpu10k'] for s in native[0] if s['ok']] if native else []
-    theirs = [s['cpu10k'] for s in pipeline[0] if s['ok']] if pipeline else []
-    ratio = statistics.median(ours) / statistics.median(theirs) if ours and theirs else None
-    if ratio is not None:
+        per_reading, error = counted.get(name, (None, 'not counted'))
+        instructions_text = f'{per_reading:,.0f}' if per_reading else f'failed: {error}'
+        lines.append(f'| {name.replace("|", "&#124;")} | {cpu_text} | {lost} | {lat} | {instructions_text} |')
+    native_name, pipeline_name = (name for name, _, _ in clients(birdctl, 0))
+    ours = [s['cpu10k'] for s in results[native_name][0] if s['ok']] if native_name in results else []
+    theirs = [s['cpu10k'] for s in results[pipeline_name][0] if s['ok']] if pipeline_name in results else []
+    ratios = []
+    if ours and theirs:
+        ratio = statistics.median(ours) / statistics.median(theirs)
         lines += ['', f'- `--mqtt` CPU below the pipeline\'s: {ratio:.2f}× — {"met" if ratio < 1 else "MISSED"}']
-    return lines, ratio
+        ratios.append(f'RATIO mqtt-cpu birdctl/pipeline {ratio:.2f}')
+    ours, theirs = counted.get(native_name, (None,))[0], counted.get(pipeline_name, (None,))[0]
+    if ours and theirs:
+        lines.append(f'- `--mqtt` instructions per reading below the pipeline\'s: {ours / theirs:.2f}× — '
+                     f'{"met" if ours < theirs else "MISSED"}')
+        ratios.append(f'RATIO mqtt-instructions birdctl/pipeline {ours / theirs:.2f}')
+    return lines, ratios

@@ -386,7 +386,7 @@ def main():
             counted_paced[tool.name] = instructions.per_notification(tool, PrivateBlueZ, add_bird, ADDRESS, ALPHA,
                                                                      ALPHA_PATH, method='Pace')
 
-    mqtt_lines, mqtt_ratio = mqtt_bench.run(birdctl, PrivateBlueZ, add_bird, quick, say)
+    mqtt_lines, mqtt_ratios = mqtt_bench.run(birdctl, PrivateBlueZ, add_bird, quick, say)
 
     floor = results[everyone[1].name]
 
@@ -521,8 +521,7 @@ def main():
     ours, reference = counted_paced[everyone[2].name][0], counted_paced[everyone[3].name][0]
     if ours and reference:
         lines.append(f'RATIO paced-instructions-acquire birdctl/floor {ours / reference:.2f}')
-    if mqtt_ratio is not None:
-        lines += [f'RATIO mqtt-cpu birdctl/pipeline {mqtt_ratio:.2f}']
+    lines += mqtt_ratios
     lines += scan_ratios
 
     table = '\n'.join(lines) + '\n'

@@ -92,6 +92,17 @@ public final class MQTTPublisher: @unchecked Sendable {
         cmosq_publish_callback_set(handle) { _, context, _ in
             MQTTPublisher.from(context).acknowledged()
         }
+        listenToLog(true)
+    }
+
+    /// libmosquitto formats a log line (vsnprintf into a fresh buffer) for
+    /// every packet it sends or receives whenever a log callback is set, some
+    /// 4,000 instructions per published reading. Its errors only explain a
+    /// connection that cannot be made (TLS, refused), so the callback is set
+    /// only while not connected: from the start and after each loss until
+    /// the CONNACK. Called on the publisher's thread once it runs.
+    private func listenToLog(_ listening: Bool) {
+        guard listening else { return cmosq_log_callback_set(handle, nil) }
         cmosq_log_callback_set(handle) { _, context, level, text in
             guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0, let text else { return }
             let line = String(cString: text)
@@ -215,6 +226,8 @@ public final class MQTTPublisher: @unchecked Sendable {
             cmosq_disconnect(handle)
             return
         }
+        listenToLog(false)
+        lastLoggedError.withLock { $0 = nil }
         let backlog = state.withLock { state in
             state.connected = true
             state.everConnected = true
@@ -230,6 +243,7 @@ public final class MQTTPublisher: @unchecked Sendable {
     }
 
     private func disconnected(_ code: Int32) {
+        listenToLog(true)
         let (report, queued) = state.withLock { state in
             state.connected = false
             state.awaitingResends = false

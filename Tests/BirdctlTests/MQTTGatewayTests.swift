@@ -116,6 +116,45 @@ struct MQTTGatewayTests {
         #expect(watch.stderr.contains("did not take"), "\(watch.stderr)")
     }
 
+    @Test func aBurstPublishesEveryValueAndAStateThatEndsOnTheNewest() async throws {
+        // The state goes out once per loop wake-up, after the readings it
+        // found: every value still arrives, in order; the states never go
+        // back, and the last one has the newest value. (A newer state takes
+        // the place of one still queued, so it may overtake values.)
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        let subscriber = try await broker.subscribe(["gw/\(bird)", "gw/\(bird)/alpha"])
+        let watch = try fake.launch("watch", "alpha", "--quiet", "--mqtt", broker.url(prefix: "gw"), "--no-discovery")
+        try await waitForNotifying(fake)
+        let early = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/alpha" })
+        // 0.00 ... 0.99 ten times, then 1.00, which only the end can have.
+        try await fake.call("Burst", .string(bird), .string(alphaUUID), .uint32(1000), .uint32(100))
+        try await fake.push("100")
+        let seen = try await early + subscriber.messages(within: .seconds(60)) { (seen: [ReceivedMessage]) in
+            seen.filter { $0.topic == "gw/\(bird)/alpha" }.count == 1001
+                && seen.contains { $0.topic == "gw/\(bird)" && $0.payload.contains("\"alpha\":1") }
+        }
+        let percent = { (value: Double) in Int((value * 100).rounded()) }
+        let values = seen.filter { $0.topic == "gw/\(bird)/alpha" }.compactMap { Double($0.payload).map(percent) }
+        #expect(values == [80] + (0..<1000).map { $0 % 100 } + [100])
+        let states = try seen.filter { $0.topic == "gw/\(bird)" }.map { try parseJSON($0.payload) }
+        #expect(states.allSatisfy { $0["time"] is String && $0["address"] as? String == bird })
+        // Each state's alpha is a value at or after the previous state's.
+        var next = values.startIndex
+        for alpha in states.compactMap({ ($0["alpha"] as? Double).map(percent) }) {
+            guard let found = values[next...].firstIndex(of: alpha) else {
+                Issue.record("a state's alpha \(alpha) is older than the state's before it")
+                break
+            }
+            next = found
+        }
+        #expect((states.last?["alpha"] as? Double).map(percent) == 100)
+        #expect((1...values.count).contains(states.count))
+        watch.signal(SIGTERM)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     @Test func aFullBufferDropsTheOldestAndSaysHowMany() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()

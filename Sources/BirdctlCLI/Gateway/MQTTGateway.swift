@@ -14,6 +14,9 @@ final class MQTTGateway: @unchecked Sendable {
     private var publisher: MQTTPublisher?
     private let events = ReportFormatter(json: true, color: false)
     private var birds: [String: Bird] = [:]
+    /// Birds with a reading since their state was last published, in the
+    /// order of their first such reading.
+    private var stateDue: [String] = []
     private var closing = false
 
     /// What the gateway remembers of a bird: its latest values (for the
@@ -22,6 +25,8 @@ final class MQTTGateway: @unchecked Sendable {
         var values: [BirdField: BirdValue] = [:]
         var online = false
         var discovered = false
+        /// Listed in `stateDue`.
+        var stateDue = false
     }
 
     /// At most this many birds remembered (strangers may come and go all day).
@@ -46,19 +51,20 @@ final class MQTTGateway: @unchecked Sendable {
         publisher.publishSticky(messages.gatewayStatus(online: true))
         if options.discovery { publisher.publishSticky(messages.gatewayDiscovery(version: Version.text)) }
         publisher.start()
+        loop.addBeforePollHook { [weak self] in self?.publishDueStates() }
     }
 
     // MARK: Reports (on the loop)
 
     func handle(_ report: BirdCentral.Report) {
         guard let publisher, !closing else { return }
+        if case .reading(let peripheral, let value, _, _) = report {
+            return gather(value, of: peripheral.address)
+        }
+        // Anything else goes out after the states of the readings before it.
+        publishDueStates()
         switch report {
-        case .reading(let peripheral, let value, _, _):
-            let address = peripheral.address
-            if birds[address] == nil && birds.count >= Self.maximumBirds { birds.removeAll(keepingCapacity: true) }
-            birds[address, default: Bird()].values[value.field] = value
-            publisher.publish(messages.value(address, value))
-            publisher.publish(messages.state(address, birds[address]?.values ?? [:], time: Timestamp.iso8601()))
+        case .reading: break
         case .badValue(let peripheral, let error):
             publisher.publish(messages.event(peripheral.address, events.badValueLine(peripheral, error)))
         case .connected(let peripheral):
@@ -74,14 +80,55 @@ final class MQTTGateway: @unchecked Sendable {
         }
     }
 
+    /// A reading's value goes out at once; its bird's state is due.
+    private func gather(_ value: BirdValue, of address: String) {
+        makeRoom(for: address)
+        publisher?.publish(messages.value(address, value))
+        let firstSinceState = Self.update(&birds[address, default: Bird()], with: value)
+        if firstSinceState { stateDue.append(address) }
+    }
+
     private func publish(event report: BirdCentral.Report, about peripheral: BirdCentral.Peripheral?) {
         guard let line = events.eventLine(report) else { return }
         publisher?.publish(messages.event(peripheral?.address, line))
     }
 
+    /// A bird's state (its latest values) goes out once per loop wake-up,
+    /// after every reading the wake-up found, not once per reading: in a
+    /// burst of notifications, one state message per wake-up instead of one
+    /// per notification (each was built, then mostly replaced in the queue),
+    /// and the last one published always holds the newest values. It goes
+    /// before the loop sleeps, so it waits for nothing.
+    private func publishDueStates() {
+        guard !stateDue.isEmpty, let publisher else { return }
+        let time = Timestamp.iso8601()
+        for address in stateDue {
+            guard let values = birds[address]?.values else { continue }
+            birds[address]?.stateDue = false
+            publisher.publish(messages.state(address, values, time: time))
+        }
+        stateDue.removeAll(keepingCapacity: true)
+    }
+
+    /// Keeps `value` as the bird's latest and marks its state due; true if
+    /// it was not due yet. (One dictionary access per reading.)
+    private static func update(_ bird: inout Bird, with value: BirdValue) -> Bool {
+        bird.values[value.field] = value
+        defer { bird.stateDue = true }
+        return !bird.stateDue
+    }
+
+    /// Forgets every bird when a new one would make too many (strangers may
+    /// come and go all day); their due states go out first.
+    private func makeRoom(for address: String) {
+        guard birds.count >= Self.maximumBirds && birds[address] == nil else { return }
+        publishDueStates()
+        birds.removeAll(keepingCapacity: true)
+    }
+
     private func setOnline(_ peripheral: BirdCentral.Peripheral, _ online: Bool) {
         let address = peripheral.address
-        if birds[address] == nil && birds.count >= Self.maximumBirds { birds.removeAll(keepingCapacity: true) }
+        makeRoom(for: address)
         var bird = birds[address, default: Bird()]
         if online && options.discovery && !bird.discovered {
             for config in messages.birdDiscovery(peripheral, version: Version.text) { publisher?.publishSticky(config) }
@@ -100,6 +147,7 @@ final class MQTTGateway: @unchecked Sendable {
     /// told whether the broker took everything.
     func close(_ done: @escaping @Sendable (_ delivered: Bool) -> Void) {
         guard let publisher, !closing else { return done(true) }
+        publishDueStates()
         closing = true
         let offline = birds.filter(\.value.online).keys.sorted().map { messages.birdStatus($0, online: false) }
             + [messages.gatewayStatus(online: false)]
