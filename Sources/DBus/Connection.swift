@@ -294,23 +294,24 @@ public final class Connection: @unchecked Sendable {
     /// current owner of the name it is restricted to (unknown owner: refused).
     private func refusal(of message: Message) -> Message? {
         guard let path = message.path, let name = exports.restriction(for: path) else { return nil }
-        if let owner = nameOwners[name], owner.count > 0, message.hasSender(owner) { return nil }
+        if let owner = nameOwners[name], owner.count > 0, SignalHeader(message).hasSender(owner) { return nil }
         return message.makeErrorReply(DBusError(.accessDenied, "only the owner of \(name) may call \(path)"))
     }
 
     private func deliverSignal(_ message: Message) {
-        if message.hasInterface(Self.localInterface), message.hasMember(Self.disconnected) {
+        let header = SignalHeader(message)
+        if header.hasInterface(Self.localInterface), header.hasMember(Self.disconnected) {
             handleDisconnected()
             return
         }
-        if message.hasMember(Self.nameOwnerChanged), message.hasSender(Self.busDriver),
+        if header.hasMember(Self.nameOwnerChanged), header.hasSender(Self.busDriver),
             let args = try? message.arguments(), args.count == 3,
             let name = args[0].string, trackedNames.contains(name)
         {
             nameOwners[name] = CString(args[2].string ?? "")
         }
         for subscription in subscriptions {
-            if subscription.rule.matches(message, nameOwners: nameOwners) {
+            if subscription.rule.matches(message, header, nameOwners: nameOwners) {
                 subscription.handler(message)
             }
         }

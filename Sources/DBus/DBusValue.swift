@@ -64,7 +64,11 @@ public struct DictEntry: Hashable, Sendable {
 /// Arrays and dictionaries carry their element signature so that empty ones
 /// still marshal with the right type. Byte arrays have their own case because
 /// they are what BlueZ moves most (characteristic values).
-public indirect enum DBusValue: Hashable, Sendable {
+///
+/// Only the containers that hold a signature besides their elements, and the
+/// variant, are boxed: the rest (and so a notification's `.bytes`) sit in
+/// the enum itself, with no allocation of their own.
+public enum DBusValue: Hashable, Sendable {
     case byte(UInt8)
     case bool(Bool)
     case int16(Int16)
@@ -80,10 +84,10 @@ public indirect enum DBusValue: Hashable, Sendable {
     /// A file descriptor; one received from the bus is a duplicate the receiver must close.
     case unixFD(Int32)
     case bytes([UInt8])
-    case array(element: Signature, [DBusValue])
-    case dictionary(key: Signature, value: Signature, [DictEntry])
+    indirect case array(element: Signature, [DBusValue])
+    indirect case dictionary(key: Signature, value: Signature, [DictEntry])
     case structure([DBusValue])
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 
     /// The D-Bus signature of this value.
     public var signature: Signature {

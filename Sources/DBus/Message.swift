@@ -111,21 +111,6 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
     public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
 
-    /// Cheap checks for signal routing, without building Swift strings.
-    func hasInterface(_ name: CString) -> Bool { name.withPointer { dbus_message_has_interface(raw, $0) != 0 } }
-    func hasMember(_ name: CString) -> Bool { name.withPointer { dbus_message_has_member(raw, $0) != 0 } }
-    func hasPath(_ path: CString) -> Bool { path.withPointer { dbus_message_has_path(raw, $0) != 0 } }
-    func hasSender(_ name: CString) -> Bool { name.withPointer { dbus_message_has_sender(raw, $0) != 0 } }
-
-    /// Whether the path is `namespace` or below it, compared in place.
-    func isPath(in namespace: CString) -> Bool {
-        guard let path = dbus_message_get_path(raw) else { return false }
-        let length = namespace.count
-        if length == 1 { return true }  // "/"
-        guard namespace.withPointer({ strncmp(path, $0, length) }) == 0 else { return false }
-        return path[length] == 0 || path[length] == CChar(UInt8(ascii: "/"))
-    }
-
     /// The error this message carries, if it is an error reply.
     public var error: DBusError? {
         guard kind == .error, let name = errorName else { return nil }

@@ -126,12 +126,18 @@ struct ConnectionTests {
 
     @Test func pathNamespacesMatchWholeComponents() throws {
         func signal(_ path: ObjectPath) throws -> Message { try Message.signal(path: path, interface: "org.x", member: "M") }
-        #expect(try signal("/org/bluez").isPath(in: "/org/bluez"))
-        #expect(try signal("/org/bluez/hci0/dev_1").isPath(in: "/org/bluez"))
-        #expect(try !signal("/org/bluezz").isPath(in: "/org/bluez"))
-        #expect(try !signal("/org").isPath(in: "/org/bluez"))
-        #expect(try signal("/anything").isPath(in: "/"))
-        #expect(try signal("/org/bluez").hasSender("") == false)
+        func header(_ path: ObjectPath) throws -> SignalHeader { SignalHeader(try signal(path)) }
+        #expect(try header("/org/bluez").isPath(in: "/org/bluez"))
+        #expect(try header("/org/bluez/hci0/dev_1").isPath(in: "/org/bluez"))
+        #expect(try !header("/org/bluezz").isPath(in: "/org/bluez"))
+        #expect(try !header("/org").isPath(in: "/org/bluez"))
+        #expect(try header("/anything").isPath(in: "/"))
+        #expect(try header("/org/bluez").hasSender("") == false)
+        #expect(try header("/org/bluez").hasInterface("org.x"))
+        #expect(try !header("/org/bluez").hasInterface("org.xy"))
+        #expect(try header("/org/bluez").hasMember("M"))
+        #expect(try header("/org/bluez").hasPath("/org/bluez"))
+        #expect(try !header("/org/bluez").hasPath("/org"))
     }
 
     @Test func idleLoopUsesNoCPU() async throws {
