@@ -310,10 +310,11 @@ public final class Connection: @unchecked Sendable {
         {
             nameOwners[name] = CString(args[2].string ?? "")
         }
-        for subscription in subscriptions {
-            if subscription.rule.matches(message, header, nameOwners: nameOwners) {
-                subscription.handler(message)
-            }
+        // Local copies: a handler may subscribe or unsubscribe, and reading
+        // them from `self` for each rule cost a retain and release apiece.
+        let current = subscriptions, owners = nameOwners
+        for index in current.indices where current[index].rule.matches(message, header, nameOwners: owners) {
+            current[index].handler(message)
         }
     }
 
