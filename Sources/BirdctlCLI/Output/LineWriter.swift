@@ -28,24 +28,29 @@ final class LineWriter: @unchecked Sendable {
     }
 
     func flush() {
-        guard !isClosed, !buffer.isEmpty else { return }
-        while !buffer.isEmpty {
-            let result = write(fd, buffer, buffer.count)
-            if result == buffer.count {
-                buffer.removeAll(keepingCapacity: true)
+        guard !isClosed, !Self.writeOut(&buffer, to: fd) else { return }
+        // EPIPE (reader gone) or another error: nothing more can be said here.
+        isClosed = true
+        onClosed?()
+    }
+
+    /// Writes all of `bytes` and empties it; false if the descriptor failed
+    /// (what was left is dropped). One exclusive access to the buffer for
+    /// the whole flush: it runs at every wake-up of a paced `watch`.
+    private static func writeOut(_ bytes: inout [UInt8], to fd: Int32) -> Bool {
+        while !bytes.isEmpty {
+            let result = write(fd, bytes, bytes.count)
+            if result == bytes.count {
+                bytes.removeAll(keepingCapacity: true)
             } else if result >= 0 {
                 // A blocking write is rarely partial (a signal); then drop what went out.
-                buffer.removeFirst(result)
-            } else if errno == EINTR {
-                continue
-            } else {
-                // EPIPE (reader gone) or another error: nothing more can be said here.
-                isClosed = true
-                buffer.removeAll()
-                onClosed?()
-                return
+                bytes.removeFirst(result)
+            } else if errno != EINTR {
+                bytes.removeAll()
+                return false
             }
         }
+        return true
     }
 }
 

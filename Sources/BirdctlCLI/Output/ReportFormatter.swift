@@ -27,12 +27,18 @@ struct ReportFormatter {
         if color { line += Self.dimOn }
         Timestamp.appendClock(to: &line)
         if color { line += Self.styleOff }
-        line += Self.gap
+        Self.appendGap(to: &line)
         line += peripheral.address.utf8
-        line += Self.gap
+        Self.appendGap(to: &line)
         line += fieldLabel(value.field)
-        line += Self.gap
+        Self.appendGap(to: &line)
         line += styled(value).utf8
+    }
+
+    /// Two spaces, byte by byte: appending a shared array cost ~90 instructions.
+    private static func appendGap(to line: inout [UInt8]) {
+        line.append(UInt8(ascii: " "))
+        line.append(UInt8(ascii: " "))
     }
 
     /// Each field's name padded to one width (the widest, "color"), plain and bold.
@@ -56,7 +62,6 @@ struct ReportFormatter {
 
     private static let dimOn = Array("\u{1B}[2m".utf8)
     private static let styleOff = Array("\u{1B}[0m".utf8)
-    private static let gap = Array("  ".utf8)
 
     /// A `bad_value` JSON Lines event.
     func badValueLine(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
