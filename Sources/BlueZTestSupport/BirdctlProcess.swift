@@ -88,7 +88,7 @@ public final class BirdctlProcess: @unchecked Sendable {
         let handle = stdoutPipe.fileHandleForReading
         var lines = 0
         while true {
-            let data = handle.availableData
+            let data = handle.nextChunk()
             if data.isEmpty { break }
             lines += received(data)
             if let limit = closeAfterLines, lines >= limit { break }
@@ -104,7 +104,7 @@ public final class BirdctlProcess: @unchecked Sendable {
     private func readStderr() {
         let handle = stderrPipe.fileHandleForReading
         while true {
-            let data = handle.availableData
+            let data = handle.nextChunk()
             if data.isEmpty { break }
             receivedError(data)
         }

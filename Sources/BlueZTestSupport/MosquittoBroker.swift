@@ -88,14 +88,14 @@ public final class MosquittoBroker: @unchecked Sendable {
             let handle = output.fileHandleForReading
             var said = ""
             while !said.contains(" running") {
-                let data = handle.availableData
+                let data = handle.nextChunk()
                 if data.isEmpty { break }
                 said += String(decoding: data, as: UTF8.self)
             }
             running.value = said.contains(" running")  // read after the signal below
             answered.signal()
             // Drained to the end, so the broker never blocks on a full pipe.
-            while !handle.availableData.isEmpty {}
+            while !handle.nextChunk().isEmpty {}
             try? handle.close()
         }
         guard answered.wait(timeout: .now() + 10) == .success, running.value else {
@@ -233,7 +233,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         let exited = ProcessExit(process)
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let data = output.fileHandleForReading.readToEndRetryingInterrupts()
         try? output.fileHandleForReading.close()
         _ = exited.wait(seconds: nil)
         if process.terminationStatus != 0 && !allowFailure {

@@ -123,11 +123,11 @@ struct PairingTests {
         var seen = Data()
         let deadline = ContinuousClock.now + .seconds(20)
         while !String(decoding: seen, as: UTF8.self).contains("passkey 123456?"), ContinuousClock.now < deadline {
-            seen.append(output.fileHandleForReading.availableData)
+            seen.append(output.fileHandleForReading.nextChunk())
         }
         #expect(String(decoding: seen, as: UTF8.self).contains("does Robin (\(bird)) show the passkey 123456? [y/N]"))
         input.fileHandleForWriting.write(Data("\(answer)\n".utf8))
-        seen.append(output.fileHandleForReading.readDataToEndOfFile())
+        seen.append(output.fileHandleForReading.readToEndRetryingInterrupts())
         process.waitUntilExit()
         #expect(process.terminationStatus == status, "\(String(decoding: seen, as: UTF8.self))")
         #expect(try await fake.pairings() == (status == 0 ? 1 : 0))
