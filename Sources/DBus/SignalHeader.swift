@@ -6,12 +6,14 @@ import Glibc
 /// place: each `dbus_message_has_*` looked its field up again (~100
 /// instructions), eight times per notification.
 ///
-/// The pointers are the message's own strings, valid while it lives: a header
-/// is made, used and dropped within one call that holds the message.
+/// The pointers are the message's own strings, valid while it lives; the
+/// header holds the message, so they cannot outlive it.
 struct SignalHeader {
+    private let message: Message
     private let interface, member, path, sender: UnsafePointer<CChar>?
 
     init(_ message: Message) {
+        self.message = message
         interface = dbus_message_get_interface(message.raw)
         member = dbus_message_get_member(message.raw)
         path = dbus_message_get_path(message.raw)
