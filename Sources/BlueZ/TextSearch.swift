@@ -1,4 +1,4 @@
-/// Finding a piece of text in BlueZ's messages (error texts, Introspect's XML).
+/// Finding a piece of text in BlueZ's error messages.
 ///
 /// Not `contains(_:)` or `firstRange(of:)` with a String argument: those are
 /// _StringProcessing's, and using either anywhere links that library and its

@@ -20,14 +20,18 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
         self.arg0 = arg0
     }
 
-    /// The rule as the bus daemon reads it.
+    /// The rule as the bus daemon reads it. Appended in place: `split` and
+    /// `joined` run unspecialized here, ~9k instructions a rule at start-up.
     public var description: String {
-        var parts = ["type='signal'"]
+        var rule = "type='signal'"
         func add(_ key: String, _ value: String?) {
             guard let value else { return }
+            rule += ",\(key)='"
             // Inside quotes only the quote itself needs care: close, escape, reopen.
-            let escaped = value.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''")
-            parts.append("\(key)='\(escaped)'")
+            for scalar in value.unicodeScalars {
+                if scalar == "'" { rule += "'\\''" } else { rule.unicodeScalars.append(scalar) }
+            }
+            rule += "'"
         }
         add("sender", sender)
         add("interface", interface)
@@ -35,7 +39,7 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
         add("path", path?.rawValue)
         add("path_namespace", pathNamespace?.rawValue)
         add("arg0", arg0)
-        return parts.joined(separator: ",")
+        return rule
     }
 
     /// A well-known sender name (not a unique `:1.42` one) needs its owner looked up.

@@ -203,6 +203,8 @@ struct BlueZClientTests {
         let broken = Introspection(xml: #"<node><node/><node name="ok"/><interface name="open/></node>"#)
         #expect(broken.children == ["ok"])
         #expect(broken.interfaces.isEmpty)
+        // Any of XML's white space separates a tag's name from its attributes.
+        #expect(Introspection(xml: "<node><node\n\tname=\"t\"/><nodes name=\"u\"/></node>").children == ["t"])
     }
 
     @Test func aTreeWithFiveThousandCachedDevicesWorks() async throws {
