@@ -7,7 +7,6 @@ final class Session: @unchecked Sendable {
     let connection: Connection
     let stdout = LineWriter(fd: 1)
     let formatter: ReportFormatter
-    private let done = ThreadGate()
     private var status = ExitStatus.internalError
     private var finished = false
     private var stdoutClosed = false
@@ -15,7 +14,7 @@ final class Session: @unchecked Sendable {
     /// Opens the system bus; a failure is reported and becomes exit code 3.
     init(json: Bool, verbose: Bool) throws(ExitStatus) {
         do {
-            connection = try Connection.system()
+            connection = try Connection.system(startingLoop: false)
         } catch {
             let address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "the default socket"
             Diagnostics.error("cannot connect to the system bus at \(address): \(error.message)")
@@ -25,7 +24,8 @@ final class Session: @unchecked Sendable {
         if verbose { connection.tracer = Session.trace }
     }
 
-    /// Sets up signal handling and output flushing on the loop, then runs `body` there.
+    /// Sets up signal handling and output flushing on the loop, then runs
+    /// `body` there; the loop runs on this thread until `finish`.
     func run(onInterrupt: @escaping @Sendable () -> Void, onStdoutClosed: @escaping @Sendable () -> Void,
              _ body: @escaping @Sendable () -> Void) -> ExitStatus {
         connection.loop.execute { [self] in
@@ -38,17 +38,17 @@ final class Session: @unchecked Sendable {
             }
             body()
         }
-        done.wait()
+        connection.loop.runOnCurrentThread()
         return status
     }
 
-    /// Ends the command (on the loop): flushes what is buffered and wakes `run`.
+    /// Ends the command (on the loop): flushes what is buffered and ends the loop, so `run` returns.
     func finish(_ status: ExitStatus) {
         guard !finished else { return }
         finished = true
         stdout.flush()
         self.status = stdoutClosed ? .success : status
-        done.open()
+        connection.loop.stop()
     }
 
     private static let trace: @Sendable (Bool, Message) -> Void = { outgoing, message in

@@ -52,8 +52,10 @@ public final class Connection: @unchecked Sendable {
     // MARK: Opening and closing
 
     /// The system bus: `DBUS_SYSTEM_BUS_ADDRESS` if set, else the standard socket.
-    public static func system() throws(DBusError) -> Connection {
-        try open { error in dbus_bus_get_private(DBUS_BUS_SYSTEM, &error) }
+    /// `startingLoop` false: the caller runs `loop.runOnCurrentThread()` (and
+    /// so cannot use `callBlocking`, which needs the loop on another thread).
+    public static func system(startingLoop: Bool = true) throws(DBusError) -> Connection {
+        try open(startingLoop: startingLoop) { error in dbus_bus_get_private(DBUS_BUS_SYSTEM, &error) }
     }
 
     /// A bus at an explicit address such as `unix:path=/run/dbus/system_bus_socket`.
@@ -70,14 +72,14 @@ public final class Connection: @unchecked Sendable {
     }
 
     private static func open(
-        _ body: (inout CDBus.DBusError) -> OpaquePointer?
+        startingLoop: Bool = true, _ body: (inout CDBus.DBusError) -> OpaquePointer?
     ) throws(DBusError) -> Connection {
         dbus_threads_init_default()
         var error = cdbus_error_make()
         guard let raw = body(&error) else {
             throw takeError(&error, fallback: DBusError(.noServer, "could not connect to the bus"))
         }
-        return Connection(raw: raw)
+        return Connection(raw: raw, startingLoop: startingLoop)
     }
 
     /// Moves a libdbus error into a Swift one and frees it.
@@ -87,7 +89,7 @@ public final class Connection: @unchecked Sendable {
         return DBusError(DBusErrorName(String(cString: name)), error.message.map { String(cString: $0) } ?? "")
     }
 
-    private init(raw: OpaquePointer) {
+    private init(raw: OpaquePointer, startingLoop: Bool) {
         self.raw = raw
         self.loop = EventLoop()
         self.mainLoop = LibdbusMainLoop(raw: raw, loop: loop)
@@ -100,7 +102,7 @@ public final class Connection: @unchecked Sendable {
         loop.addBeforePollHook { [weak self, mainLoop] in
             if mainLoop.takeQueuedMark() { self?.dispatchQueued() }
         }
-        loop.start()
+        if startingLoop { loop.start() }
     }
 
     /// Closes the connection and ends the loop. Pending calls fail with `.disconnected`.

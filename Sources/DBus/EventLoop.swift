@@ -3,8 +3,10 @@ import Glibc
 import Synchronization
 
 /// One thread that blocks in `epoll_wait(2)` on file descriptors and timers and runs
-/// everything that touches a connection. Work from other threads is posted to
-/// it and wakes it through an eventfd, so an idle loop uses no CPU at all.
+/// everything that touches a connection: a thread of its own (`start()`), or
+/// the caller's (`runOnCurrentThread()`, birdctl's main thread). Work from
+/// other threads is posted to it and wakes it through an eventfd, so an idle
+/// loop uses no CPU at all.
 ///
 /// Everything but `execute`, `stop` and `isInLoop` must be called on the loop.
 public final class EventLoop: @unchecked Sendable {
@@ -173,9 +175,17 @@ public final class EventLoop: @unchecked Sendable {
         loopThread.store(UInt(handle), ordering: .releasing)
     }
 
+    /// Runs the loop on the calling thread, instead of `start()`, until
+    /// `stop()`: for a program whose main thread has nothing else to do, one
+    /// thread less to start and to hand over to.
+    public func runOnCurrentThread() {
+        precondition(threadHandle == nil, "the loop already runs on a thread of its own")
+        run()
+    }
+
     /// Asks the loop to finish its current iteration and end; waits for it
     /// unless called from the loop itself.
-    func stop() {
+    public func stop() {
         stopRequested.store(true, ordering: .releasing)
         wakeUp()
         if !isInLoop, let handle = threadHandle {
