@@ -1,5 +1,6 @@
 import BlueZTestSupport
 @testable import DBus
+import Foundation
 import Glibc
 import Testing
 
@@ -171,6 +172,45 @@ struct EventLoopTimerTests {
         #expect(done)
         #expect(order.fired == [3, 2])
         #expect(order.elapsed >= .milliseconds(80), "the later timer fired early")
+    }
+}
+
+/// birdctl runs its loop on the main thread: work posted before it runs,
+/// from elsewhere while it runs, and a timer, all on the calling thread.
+@Suite("Event loop: on the caller's thread")
+struct EventLoopOnCallersThreadTests {
+    @Test(.timeLimit(.minutes(1))) func runsPostedWorkAndTimersHereUntilStopped() {
+        let loop = EventLoop()
+        let seen = ThreadsSeen()
+        let here = pthread_self()
+        loop.execute { seen.append(pthread_self(), "posted before it ran", loop.isInLoop) }
+        loop.execute {
+            loop.schedule(after: .milliseconds(20)) {
+                seen.append(pthread_self(), "timer", loop.isInLoop)
+                // From another thread, as libmosquitto's would: the loop is woken for it.
+                Thread.detachNewThread {
+                    loop.execute { seen.append(pthread_self(), "posted from a thread", loop.isInLoop); loop.stop() }
+                }
+            }
+        }
+        loop.runOnCurrentThread()
+        #expect(seen.labels == ["posted before it ran", "timer", "posted from a thread"])
+        #expect(seen.threads.allSatisfy { pthread_equal($0, here) != 0 })
+        #expect(seen.inLoop == [true, true, true])
+        // Ended: work now runs at once where it is posted.
+        loop.execute { seen.append(pthread_self(), "after it ended", loop.isInLoop) }
+        #expect(seen.labels.last == "after it ended")
+    }
+}
+
+private final class ThreadsSeen: @unchecked Sendable {
+    var threads: [pthread_t] = []
+    var labels: [String] = []
+    var inLoop: [Bool] = []
+    func append(_ thread: pthread_t, _ label: String, _ isInLoop: Bool) {
+        threads.append(thread)
+        labels.append(label)
+        inLoop.append(isInLoop)
     }
 }
 
