@@ -105,7 +105,7 @@ REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git dif
 # from accessors given the conformances, not from mangled names: a mangled
 # name is demangled at run time and each `Hashable` requirement looked up by
 # scanning all 1,573 conformance records of the binary, ~90k instructions per
-# key type. A read went from 5.47M to 4.18M instructions (callgrind).
+# key type. A read went from 5.47M to 4.05M instructions (callgrind).
 RELEASE_CODEGEN := -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
 RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
 	-Xlinker -z -Xlinker pack-relative-relocs \

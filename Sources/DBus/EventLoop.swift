@@ -183,8 +183,8 @@ public final class EventLoop: @unchecked Sendable {
         run()
     }
 
-    /// Asks the loop to finish its current iteration and end; waits for it
-    /// unless called from the loop itself.
+    /// Asks the loop to finish its current iteration and end; waits for a
+    /// loop on a thread of its own unless called from the loop itself.
     public func stop() {
         stopRequested.store(true, ordering: .releasing)
         wakeUp()
