@@ -258,7 +258,7 @@ public final class Connection: @unchecked Sendable {
                 dbus_connection_dispatch(raw)
             } else {
                 dbus_connection_steal_borrowed_message(raw, message)
-                _ = handleIncoming(Message(owning: message))
+                _ = handleIncoming(Message(owning: message, received: true))
             }
         }
     }
@@ -296,17 +296,16 @@ public final class Connection: @unchecked Sendable {
     /// current owner of the name it is restricted to (unknown owner: refused).
     private func refusal(of message: Message) -> Message? {
         guard let path = message.path, let name = exports.restriction(for: path) else { return nil }
-        if let owner = nameOwners[name], owner.count > 0, SignalHeader(message).hasSender(owner) { return nil }
+        if let owner = nameOwners[name], owner.count > 0, message.hasSender(owner) { return nil }
         return message.makeErrorReply(DBusError(.accessDenied, "only the owner of \(name) may call \(path)"))
     }
 
     private func deliverSignal(_ message: Message) {
-        let header = SignalHeader(message)
-        if header.hasInterface(Self.localInterface), header.hasMember(Self.disconnected) {
+        if message.hasInterface(Self.localInterface), message.hasMember(Self.disconnected) {
             handleDisconnected()
             return
         }
-        if header.hasMember(Self.nameOwnerChanged), header.hasSender(Self.busDriver),
+        if message.hasMember(Self.nameOwnerChanged), message.hasSender(Self.busDriver),
             let args = try? message.arguments(), args.count == 3,
             let name = args[0].string, trackedNames.contains(name)
         {
@@ -315,7 +314,7 @@ public final class Connection: @unchecked Sendable {
         // Local copies: a handler may subscribe or unsubscribe, and reading
         // them from `self` for each rule cost a retain and release apiece.
         let current = subscriptions, owners = nameOwners
-        for index in current.indices where current[index].rule.matches(message, header, nameOwners: owners) {
+        for index in current.indices where current[index].rule.matches(message, nameOwners: owners) {
             current[index].handler(message)
         }
     }

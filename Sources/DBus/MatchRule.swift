@@ -69,17 +69,16 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
             uniqueSender = rule.hasWellKnownSender ? nil : rule.sender.map { CString($0) }
         }
 
-        /// Whether this signal (`header`: its routing fields) is one the rule
-        /// selects. `nameOwners` maps a well-known sender to the unique name
-        /// owning it (absent: not known yet, accept); it is looked up only
-        /// once everything else matched.
-        func matches(_ message: Message, _ header: SignalHeader, nameOwners: NameOwners) -> Bool {
-            if let interface, !header.hasInterface(interface) { return false }
-            if let member, !header.hasMember(member) { return false }
-            if let path, !header.hasPath(path) { return false }
-            if let pathNamespace, !header.isPath(in: pathNamespace) { return false }
-            if let uniqueSender, !header.hasSender(uniqueSender) { return false }
-            if let wellKnownSender, let owner = nameOwners[wellKnownSender], !header.hasSender(owner) {
+        /// Whether this signal is one the rule selects. `nameOwners` maps a
+        /// well-known sender to the unique name owning it (absent: not known
+        /// yet, accept); it is looked up only once everything else matched.
+        func matches(_ message: Message, nameOwners: NameOwners) -> Bool {
+            if let interface, !message.hasInterface(interface) { return false }
+            if let member, !message.hasMember(member) { return false }
+            if let path, !message.hasPath(path) { return false }
+            if let pathNamespace, !message.isPath(in: pathNamespace) { return false }
+            if let uniqueSender, !message.hasSender(uniqueSender) { return false }
+            if let wellKnownSender, let owner = nameOwners[wellKnownSender], !message.hasSender(owner) {
                 return false
             }
             if let arg0 = rule.arg0 {

@@ -8,14 +8,27 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
     public enum Kind: Sendable { case methodCall, methodReturn, error, signal, invalid }
 
     let raw: OpaquePointer
+    /// A received message's routing fields, read from libdbus once: routing a
+    /// signal compares them for every subscription and again in BlueZ's
+    /// notification slots, and each `dbus_message_has_*` or `get_*` looked
+    /// its field up anew (~100 instructions). A received message is locked,
+    /// so the strings stay where they are while it lives. Nil for a message
+    /// built here, whose header may still grow (a unix fd adds a field):
+    /// those are asked of libdbus each time.
+    private let received: RoutingFields?
 
-    /// Takes over a reference the caller already owns.
-    init(owning raw: OpaquePointer) { self.raw = raw }
+    /// Takes over a reference the caller already owns. `received`: it came
+    /// from the bus (or the wire) complete.
+    init(owning raw: OpaquePointer, received: Bool = false) {
+        self.raw = raw
+        self.received = received ? RoutingFields(raw) : nil
+    }
 
-    /// Adds a reference of its own (for messages libdbus lends us).
+    /// Adds a reference of its own (for messages libdbus lends us: received ones).
     init(borrowing raw: OpaquePointer) {
         dbus_message_ref(raw)
         self.raw = raw
+        self.received = RoutingFields(raw)
     }
 
     deinit { dbus_message_unref(raw) }
@@ -95,7 +108,7 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
 
     /// Whether the message's path is `path`, compared in place (no string made).
     public func hasPath(_ path: ObjectPath) -> Bool {
-        guard let own = dbus_message_get_path(raw) else { return false }
+        guard let own = routing.path else { return false }
         var text = path.rawValue
         return text.withUTF8 { utf8 in
             utf8.count == strlen(own) && (utf8.isEmpty || memcmp(utf8.baseAddress!, own, utf8.count) == 0)
@@ -110,6 +123,32 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
     public var serial: UInt32 { dbus_message_get_serial(raw) }
     public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
+
+    // MARK: Routing, compared in place
+
+    func hasInterface(_ name: CString) -> Bool { Self.field(routing.interface, is: name) }
+    func hasMember(_ name: CString) -> Bool { Self.field(routing.member, is: name) }
+    func hasPath(_ name: CString) -> Bool { Self.field(routing.path, is: name) }
+    func hasSender(_ name: CString) -> Bool { Self.field(routing.sender, is: name) }
+
+    /// Whether the path is `namespace` or below it.
+    func isPath(in namespace: CString) -> Bool {
+        guard let path = routing.path else { return false }
+        let length = namespace.count
+        if length == 1 { return true }  // "/"
+        guard namespace.withPointer({ strncmp(path, $0, length) }) == 0 else { return false }
+        return path[length] == 0 || path[length] == CChar(UInt8(ascii: "/"))
+    }
+
+    private var routing: RoutingFields {
+        if let received { return received }
+        return RoutingFields(raw)
+    }
+
+    private static func field(_ field: UnsafePointer<CChar>?, is name: CString) -> Bool {
+        guard let field else { return false }
+        return name.withPointer { strcmp(field, $0) } == 0
+    }
 
     /// The error this message carries, if it is an error reply.
     public var error: DBusError? {
@@ -129,5 +168,17 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
         if replySerial != 0 { parts.append("reply to \(replySerial)") }
         parts.append("(\(signature))")
         return parts.joined(separator: " ")
+    }
+}
+
+/// The header fields that route a message: pointers into its own strings.
+private struct RoutingFields {
+    let interface, member, path, sender: UnsafePointer<CChar>?
+
+    init(_ raw: OpaquePointer) {
+        interface = dbus_message_get_interface(raw)
+        member = dbus_message_get_member(raw)
+        path = dbus_message_get_path(raw)
+        sender = dbus_message_get_sender(raw)
     }
 }

@@ -20,7 +20,7 @@ extension Message {
             let message = error.message.map { String(cString: $0) } ?? "not a D-Bus message"
             throw DBusError(.invalidArgs, message)
         }
-        return Message(owning: raw)
+        return Message(owning: raw, received: true)
     }
 
     /// The message's wire bytes (given serial 1 if it has none yet).
