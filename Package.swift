@@ -34,8 +34,10 @@ let package = Package(
         .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "BuildInfo"]),
         // The executable: blocks signals, runs BirdctlCLI, exits.
         .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
-        // Starts a private dbus-daemon and the fake BlueZ of fixtures/ for tests.
-        .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ"]),
+        // What the test support asks of the kernel with a sockaddr (a free port).
+        .target(name: "CTestSupport"),
+        // Starts a private dbus-daemon, the fake BlueZ of fixtures/ and mosquitto for tests.
+        .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ", "CTestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),

@@ -1,3 +1,4 @@
+import CTestSupport
 import Foundation
 import Glibc
 
@@ -171,23 +172,11 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     // MARK: Set-up
 
-    /// A port nothing listens on, from the kernel (bind to port 0). The one
-    /// pointer in the test support: bind and getsockname take a sockaddr.
+    /// A port nothing listens on, from the kernel (bind to port 0).
     private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw TestSetupError("no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let port = test_support_free_loopback_port()
+        guard port > 0 else { throw TestSetupError("no free port: errno \(-port)") }
+        return Int(port)
     }
 
     /// A CA, a server certificate it signs for 127.0.0.1, and another CA.
