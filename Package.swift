@@ -17,8 +17,10 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
-        // Swift over libdbus: the only layer that touches pointers.
-        .target(name: "DBus", dependencies: ["CDBus"]),
+        // Threads and a lock over pthreads (no Foundation, no libdispatch), for DBus's loop and MQTT's publisher.
+        .target(name: "Threads"),
+        // Swift over libdbus: the layer that touches libdbus's pointers.
+        .target(name: "DBus", dependencies: ["CDBus", "Threads"]),
         // A typed org.bluez client.
         .target(name: "BlueZ", dependencies: ["DBus"]),
         // The Bird domain: UUIDs, codecs, RSSI smoothing, the central state machine and its driver.
@@ -26,8 +28,8 @@ let package = Package(
         // libmosquitto, the reference MQTT client library, for the gateway:
         // loaded with dlopen when a gateway starts (its header from libmosquitto-dev).
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
-        // Publishing to an MQTT broker on a thread of its own: the other layer that touches pointers.
-        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        // Publishing to an MQTT broker on a thread of its own; touches libmosquitto's pointers.
+        .target(name: "MQTT", dependencies: ["CMosquitto", "Threads"]),
         // The git revision of a release build (a C macro `make release` sets).
         .target(name: "BuildInfo"),
         // The command line as a library: argument parsing, output formats, escaping, exit codes.

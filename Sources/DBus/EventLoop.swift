@@ -1,6 +1,7 @@
 import CDBus
 import Glibc
 import Synchronization
+import Threads
 
 /// One thread that blocks in `epoll_wait(2)` on file descriptors and timers and runs
 /// everything that touches a connection: a thread of its own (`start()`), or
@@ -163,14 +164,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts the loop on a new thread.
     func start() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var handle = pthread_t()
-        let result = pthread_create(&handle, nil, { context in
-            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, context)
-        precondition(result == 0, "pthread_create failed: \(result)")
+        let handle = startThread { [self] in run() }
         threadHandle = handle
         loopThread.store(UInt(handle), ordering: .releasing)
     }

@@ -1,5 +1,6 @@
 import CMosquitto
 import Glibc
+import Threads
 
 /// Publishes QoS 1 messages to one broker through libmosquitto, on a thread
 /// of its own: `publish` only appends to a bounded queue under a lock, so the
@@ -125,15 +126,7 @@ public final class MQTTPublisher: @unchecked Sendable {
     /// Starts the thread: connects, then keeps publishing until `close`.
     public func start() {
         state.withLock { $0.started = true }
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var handle = pthread_t()
-        let result = pthread_create(&handle, nil, { context in
-            let publisher = Unmanaged<MQTTPublisher>.fromOpaque(context!).takeRetainedValue()
-            publisher.run()
-            return nil
-        }, context)
-        precondition(result == 0, "pthread_create failed: \(result)")
-        pthread_detach(handle)
+        pthread_detach(startThread { [self] in run() })
     }
 
     /// Queues a message; it goes out as soon as the connection and the

@@ -45,11 +45,12 @@ struct LayeringTests {
     }
 
     @Test(arguments: [
-        ("DBus", ["CDBus"]), ("BlueZ", ["DBus"]), ("Bird", ["BlueZ", "DBus"]), ("MQTT", ["CMosquitto"]),
+        ("Threads", []), ("DBus", ["CDBus", "Threads"]), ("BlueZ", ["DBus"]), ("Bird", ["BlueZ", "DBus"]),
+        ("MQTT", ["CMosquitto", "Threads"]),
         ("BirdctlCLI", ["Bird", "BlueZ", "DBus", "MQTT"]), ("birdctl", ["BirdctlCLI", "DBus"]),
     ])
     func importsOnlyPointDown(_ target: String, _ allowed: [String]) throws {
-        let ours: Set<String> = ["CDBus", "DBus", "BlueZ", "Bird", "BirdctlCLI", "CMosquitto", "MQTT"]
+        let ours: Set<String> = ["Threads", "CDBus", "DBus", "BlueZ", "Bird", "BirdctlCLI", "CMosquitto", "MQTT"]
         for file in try Self.files(of: target) {
             for line in file.text.split(separator: "\n") where line.hasPrefix("import ") {
                 let module = String(line.dropFirst("import ".count))
@@ -58,9 +59,9 @@ struct LayeringTests {
         }
     }
 
-    /// DBus and MQTT are the layers over C libraries; nothing above them
-    /// touches a pointer, nor does the tests' support (its one sockaddr is
-    /// handled in CTestSupport).
+    /// DBus, MQTT and Threads are the layers over C libraries (libdbus,
+    /// libmosquitto, pthreads); nothing above them touches a pointer, nor
+    /// does the tests' support (its one sockaddr is handled in CTestSupport).
     @Test(arguments: ["BlueZ", "Bird", "BirdctlCLI", "birdctl", "BlueZTestSupport"])
     func noPointersAboveTheDBusLayer(_ target: String) throws {
         for file in try Self.files(of: target) {
@@ -75,7 +76,7 @@ struct LayeringTests {
     /// ContinuousClock) or libdispatch links it in, and a `read` then maps
     /// more code and runs its start-up (docs/performance.md). Tests await
     /// through BlueZTestSupport.
-    @Test(arguments: ["DBus", "BlueZ", "Bird", "MQTT", "BirdctlCLI", "birdctl"])
+    @Test(arguments: ["Threads", "DBus", "BlueZ", "Bird", "MQTT", "BirdctlCLI", "birdctl"])
     func noConcurrencyRuntimeOrDispatchInWhatBirdctlLinks(_ target: String) throws {
         let regex = try NSRegularExpression(
             pattern: #"\b(async|await|actor|Task|TaskGroup|AsyncStream|AsyncSequence|ContinuousClock|SuspendingClock|MainActor|withChecked\w*Continuation|Dispatch\w*|Foundation)\b"#)

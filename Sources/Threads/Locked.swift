@@ -2,12 +2,13 @@ import Glibc
 
 /// A value shared between threads behind a pthread mutex. Not
 /// Synchronization.Mutex: ThreadSanitizer cannot see its futex and reports
-/// every hand-over through it as a race (as in DBus's EventLoopInbox).
-final class Locked<Value>: @unchecked Sendable {
+/// every hand-over through it as a race.
+public final class Locked<Value>: @unchecked Sendable {
+    // A pthread mutex must not move: allocated, never stored inline in Swift.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: Value
 
-    init(_ value: Value) {
+    public init(_ value: Value) {
         self.value = value
         pthread_mutex_init(mutex, nil)
     }
@@ -17,7 +18,7 @@ final class Locked<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<Result>(_ body: (inout Value) throws(Never) -> Result) -> Result {
+    public func withLock<Result>(_ body: (inout Value) throws(Never) -> Result) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return body(&value)
