@@ -161,7 +161,7 @@ sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
 	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp fixtures/in-own-session.sh \
 	    $(SWIFT) test --skip-build --build-path .build-tsan \
-	    --filter 'DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
+	    --filter 'ThreadsTests|DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,
 # serve's stdin lines, peer text escaped for terminals and JSON, BlueZ's

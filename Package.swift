@@ -40,6 +40,7 @@ let package = Package(
         .target(name: "CTestSupport"),
         // Starts a private dbus-daemon, the fake BlueZ of fixtures/ and mosquitto for tests.
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ", "CTestSupport"]),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),

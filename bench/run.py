@@ -322,9 +322,9 @@ def main():
     birdctl, floor, Run.measure, python, output = sys.argv[1:6]
     quick = '--quick' in sys.argv
     read_runs, watch_runs, count = (3, 1, 10_000) if quick else (10, 3, 100_000)
-    # A burst's CPU moves by ±20% from run to run with who else runs on the
-    # machine (0.068–0.111 s per 10k for birdctl in one run of 3 rounds), and
-    # it is the closest target: two bursts a round, one after the other.
+    # Two bursts a round, one after the other: with one, a single slow
+    # sample of three decided the median (0.068–0.111 s per 10k for birdctl
+    # in one run, before the load had a CPU of its own).
     bursts_per_round = 2
     # Paced through AcquireNotify, a wake-up per notification, is the nearest
     # target once the burst is steady (1.02-1.30x the floor's in three runs,

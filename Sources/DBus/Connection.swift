@@ -1,6 +1,7 @@
 import CDBus
 import Glibc
 import Synchronization
+import Threads
 
 /// A private connection to a message bus, driven by its own `EventLoop`.
 ///

@@ -1,7 +1,7 @@
-import DBus
 import Foundation
 import Synchronization
 import Testing
+import Threads
 
 @Suite("Thread gate")
 struct ThreadGateTests {
