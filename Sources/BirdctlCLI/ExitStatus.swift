@@ -55,7 +55,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .notFound: self = .notFound
         case .connectTimeout, .connectTimeoutWithLinksUp, .connectFailed, .connectionLost: self = .connectionFailed
         case .serviceMissing: self = .operationFailed
-        case .pairingRequired, .pairingFailed: self = .pairingFailed
+        case .pairingRequired, .pairingFailed, .pairingNotNamed: self = .pairingFailed
         case .operationFailed(_, let error):
             switch error.kind {
             case .bluetoothdNotRunning, .busDisconnected: self = .bluetoothUnavailable
@@ -98,6 +98,9 @@ extension CommandFailure {
         case .operationFailed(let what, let error): "could not \(what): \(explained(error))"
         case .pairingRequired(let error):
             "the bird requires pairing (\(error)); run 'birdctl pair ADDRESS', or leave out --no-pair"
+        case .pairingNotNamed(let peripheral, let error):
+            "\(peripheral.address) asks for pairing (\(error)), and birdctl bonds only with birds it is told to: "
+                + "pair it once with 'birdctl pair \(peripheral.address)', name it on the command line, or add it to --pair-with"
         case .pairingFailed(let error):
             switch error.kind {
             case .timeout: "pairing did not finish in time (\(error))"

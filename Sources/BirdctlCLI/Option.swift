@@ -51,7 +51,14 @@ extension Option {
     static let noPair = Option("--no-pair", "exit 10 instead of pairing when the bird asks for security")
     static let confirmPairing = Option(
         "--confirm-pairing", "ask on the terminal to confirm a pairing's passkey (default: Just Works, no questions)")
+    static let pairWith = Option(
+        "--pair-with", value: "ADDRESS[,ADDRESS...]",
+        "birds that may be paired (bonded) with when they ask; besides these, only the ADDRESS given and birds "
+            + "already bonded are (default: none, so --all never bonds with a stranger)")
     static let pairTimeout = Option("--pair-timeout", value: "S", "deadline to pair, a person's answer included (default 30 s)")
+    static let forgetAfter = Option(
+        "--forget-after", value: "S",
+        "with --all: forget a bird neither heard nor connected for S seconds (default 600; 0 = never)")
     static let count = Option("--count", value: "N", "stop after N readings")
     static let duration = Option("--duration", value: "S", "stop after S seconds")
     static let all = Option("--all", "follow every Bird in range; every line carries the address")

@@ -37,9 +37,9 @@ enum WatchCommand {
             ends (it waits while the broker makes progress).
             """,
         options: [
-            .all, .count, .duration, .noReconnect, .notifyMethod,
+            .all, .forgetAfter, .count, .duration, .noReconnect, .notifyMethod,
             .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
-            .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
+            .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .noDiscovery, .quiet, .help,
         ],
         run: run)
@@ -57,7 +57,10 @@ enum WatchCommand {
             connectTimeout: try arguments.connectTimeout(),
             maximumReadings: try arguments.integer(.count, range: 1...Int.max),
             duration: try arguments.seconds(.duration, default: nil), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout(), notifyMethod: try arguments.notifyMethod())
+            pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith, notifyMethod: try arguments.notifyMethod())
+
+        let forgetAfter = try arguments.seconds(.forgetAfter, default: .seconds(600))
+        if !all && arguments.value(.forgetAfter) != nil { throw UsageError("--forget-after goes with --all") }
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         let quiet = arguments.has(.quiet)
@@ -73,7 +76,7 @@ enum WatchCommand {
         let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
         let gatewayFailed = GatewayFailure()
         let driver = try common.centralDriver(
-            session, BirdFleet(configuration, all: all),
+            session, BirdFleet(configuration, all: all, forgetAfter: forgetAfter),
             onReport: { report in
                 gateway?.handle(report)
                 if quiet { return }

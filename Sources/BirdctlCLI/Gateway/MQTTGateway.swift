@@ -75,7 +75,7 @@ final class MQTTGateway: @unchecked Sendable {
             publish(event: report, about: peripheral)
         case .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p), .paired(let p):
             publish(event: report, about: p)
-        case .gaveUp, .waiting:
+        case .gaveUp, .waiting, .forgotten:
             publish(event: report, about: nil)
         }
     }
