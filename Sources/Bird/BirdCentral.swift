@@ -117,6 +117,14 @@ public struct BirdCentral: Sendable {
 
     public var isFinished: Bool { state == .finished }
 
+    /// Connecting to its bird (or waiting to retry): no link yet.
+    public var isFinding: Bool {
+        switch state {
+        case .connecting, .retryWait: true
+        default: false
+        }
+    }
+
     /// The connected (or connecting) peripheral's device path.
     public var currentDevice: ObjectPath? {
         switch state {

@@ -66,6 +66,8 @@ public struct BirdFleet: Sendable {
     /// otherwise be connected to, and refused, every time it is heard).
     private var declined: [String: Int] = [:]
     private var tick = 0
+    /// `all`: birds heard while another was being connected to, in the order heard.
+    private var waiting: [Sighting] = []
     private var nextID: MachineID = 0
     private var adapter: AdapterChoice?
     private var outcome: CommandOutcome?
@@ -83,8 +85,8 @@ public struct BirdFleet: Sendable {
         if !all { add(configuration) }
     }
 
-    /// How many birds the fleet holds state for (machines and declined birds).
-    public var birdsRemembered: Int { machines.count + declined.count }
+    /// How many birds the fleet holds state for (machines, declined and waiting birds).
+    public var birdsRemembered: Int { machines.count + declined.count + waiting.count }
 
     public var isFinished: Bool { outcome != nil }
 
@@ -165,6 +167,28 @@ public struct BirdFleet: Sendable {
             return on(id) { $0.deviceSighted(sighting) }
         }
         guard discovering, declined[address] == nil else { return [] }
+        // One new bird at a time: a machine is made for a bird when the one
+        // before it has a link or gave up. Birds heard meanwhile wait in a
+        // short line (the last sighting of each); past its end they are not
+        // remembered (they will be heard again), so a crowd of strangers
+        // advertising the Bird Service costs a few entries, not a machine each.
+        if machines.contains(where: { $0.central.isFinding }) {
+            if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
+                waiting[index] = sighting
+            } else if waiting.count < Self.waitingLimit {
+                waiting.append(sighting)
+            }
+            return []
+        }
+        return follow(sighting)
+    }
+
+    /// How many birds heard while another is being connected to wait for their turn.
+    public static let waitingLimit = 64
+
+    /// `all`: a machine for the bird heard, started at once.
+    private mutating func follow(_ sighting: Sighting) -> [Action] {
+        let address = sighting.address.uppercased()
         var perBird = configuration
         perBird.address = sighting.address
         perBird.scanTimeout = nil
@@ -173,9 +197,10 @@ public struct BirdFleet: Sendable {
         let id = add(perBird)
         byAddress[address] = id
         lastHeard[id] = tick
-        var actions: [Action] = [.cancelTimer(.fleet(.scan))]
-        actions += on(id) { [adapter] in $0.bluetoothReady(adapter: adapter) }
-        return actions + on(id) { $0.deviceSighted(sighting) }
+        // One event: the machine is connecting by the time the line is looked at again.
+        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
+            $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
+        }
     }
 
     /// The bird machine `id` asked for is in BlueZ's cache (`lookUpKnown`).
@@ -316,7 +341,20 @@ public struct BirdFleet: Sendable {
     /// Runs an event on one machine; its actions, translated.
     private mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
         guard outcome == nil, let index = machines.firstIndex(where: { $0.id == id }) else { return [] }
-        return translate(event(&machines[index].central), from: id)
+        let actions = translate(event(&machines[index].central), from: id)
+        return waiting.isEmpty ? actions : actions + admitWaiting()
+    }
+
+    /// `all`: once no machine is connecting, the next bird waiting gets one.
+    private mutating func admitWaiting() -> [Action] {
+        var actions: [Action] = []
+        while outcome == nil, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
+            let sighting = waiting.removeFirst()
+            let address = sighting.address.uppercased()
+            guard byAddress[address] == nil, declined[address] == nil else { continue }
+            actions += follow(sighting)
+        }
+        return actions
     }
 
     /// Runs an event on every machine (in place: this is the notification path).
@@ -334,7 +372,7 @@ public struct BirdFleet: Sendable {
             // A machine that finished (with `all`) has left the list.
             if index < machines.count, machines[index].id == id { index += 1 }
         }
-        return actions
+        return waiting.isEmpty ? actions : actions + admitWaiting()
     }
 
     /// A machine's actions as the fleet's: tagged with the machine, discovery
@@ -406,6 +444,7 @@ public struct BirdFleet: Sendable {
             actions += translate(cleanup, from: id).filter { if case .stopScanning = $0 { false } else { true } }
         }
         machines.removeAll()
+        waiting.removeAll()
         byAddress.removeAll()
         lastHeard.removeAll()
         outcome = result

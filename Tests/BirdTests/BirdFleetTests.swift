@@ -96,9 +96,31 @@ struct BirdFleetTests {
         #expect(!robinFound.contains(.stopScanning))
         // Heard again: the machine following it is not doubled.
         #expect(!fleet.deviceSighted(birdSighting).contains { if case .connect = $0 { true } else { false } })
-        let wrenFound = fleet.deviceSighted(wrenSighting)
+        // One bird connected to at a time: Wren waits for Robin's link.
+        #expect(fleet.deviceSighted(wrenSighting).isEmpty)
+        #expect(fleet.birdsRemembered == 2)
+        let wrenFound = fleet.connectReplied(0, .success(()))
         #expect(wrenFound.contains(.connect(1, wrenDevice)))
         #expect(fleet.currentDevices == [device, wrenDevice])
+    }
+
+    /// A crowd of birds heard while one is being connected to costs a short
+    /// line, not a machine each; the line moves as each link comes up or fails.
+    @Test func birdsHeardWhileOneIsConnectingWaitInAShortLine() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.deviceSighted(birdSighting)
+        for i in 0..<1000 {
+            let hex = String(0x1_0000 + i, radix: 16, uppercase: true).suffix(4)
+            let address = "C0:00:00:00:\(hex.prefix(2)):\(hex.suffix(2))"
+            let path = ObjectPath("/org/bluez/hci0/dev_C0_00_00_00_\(hex.prefix(2))_\(hex.suffix(2))")
+            #expect(fleet.deviceSighted(Sighting(device: path, address: address, name: nil, rssi: -60, uuids: [BirdService.uuid])).isEmpty)
+        }
+        #expect(fleet.birdsRemembered == 1 + BirdFleet.waitingLimit)
+        // Robin gives up: the first in line is connected to, one at a time.
+        let next = fleet.connectReplied(0, .failure(BlueZError(.failed, message: "le-connection-abort-by-remote")))
+        #expect(next.filter { if case .connect = $0 { true } else { false } } == [.connect(1, "/org/bluez/hci0/dev_C0_00_00_00_00_00")])
+        #expect(fleet.birdsRemembered == BirdFleet.waitingLimit)
     }
 
     @Test func aNotificationIsTheReadingOfTheBirdItCameFrom() {
