@@ -76,7 +76,7 @@ struct CommonOptions {
 
 /// Reports a finished command's failure on stderr and turns it into the exit status.
 func exitStatus(for outcome: CommandOutcome) -> ExitStatus {
-    if case .failed(let failure) = outcome { Diagnostics.error(failure.message) }
+    if case .failed(let failure) = outcome, !failure.isBusLoss { Diagnostics.error(failure.message) }
     if outcome == .interrupted { Diagnostics.say("interrupted") }
     return ExitStatus(outcome)
 }

@@ -75,9 +75,13 @@ enum WatchCommand {
         let stdout = session.stdout
         let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
         let gatewayFailed = GatewayFailure()
+        let ending = WatchEnding(session: session, gateway: gateway)
         let driver = try common.centralDriver(
             session, BirdFleet(configuration, all: all, forgetAfter: forgetAfter),
             onReport: { report in
+                // The command is ending: what comes now (a notification socket's
+                // last datagrams, calls failing) is neither printed nor published.
+                if session.busLost { return }
                 gateway?.handle(report)
                 if quiet { return }
                 switch report {
@@ -98,15 +102,14 @@ enum WatchCommand {
                 }
             },
             onFinish: { outcome in
-                let status = gatewayFailed.happened ? ExitStatus.mqttFailed : exitStatus(for: outcome)
-                guard let gateway else { return session.finish(status) }
-                gateway.close { delivered in
-                    // Readings the broker never got are a failure of the run,
-                    // unless Bluetooth failed first (its code says more).
-                    let lost = !delivered && (status == .success || status == .interrupted)
-                    session.finish(lost ? .mqttFailed : status)
-                }
+                // After the bus went, calls fail for that reason alone: the session said so.
+                guard !session.busLost else { return }
+                ending.end(gatewayFailed.happened ? ExitStatus.mqttFailed : exitStatus(for: outcome))
             })
+        if gateway != nil {
+            // The readings received before the bus went still reach the broker.
+            session.onBusLost = { ending.end(.busLost) }
+        }
         gateway?.onFailure = { error in
             Diagnostics.error(error.description)
             gatewayFailed.happened = true
@@ -131,4 +134,28 @@ enum WatchCommand {
 /// Set on the loop when the MQTT side failed: the exit code is then 11.
 private final class GatewayFailure: @unchecked Sendable {
     var happened = false
+}
+
+/// The one way out of a watch, whichever comes first (the driver's end or
+/// the bus's loss): the broker gets what the gateway holds, then the session ends.
+private final class WatchEnding: @unchecked Sendable {
+    private let session: Session
+    private let gateway: MQTTGateway?
+    private var started = false
+
+    init(session: Session, gateway: MQTTGateway?) {
+        (self.session, self.gateway) = (session, gateway)
+    }
+
+    func end(_ status: ExitStatus) {
+        guard !started else { return }
+        started = true
+        guard let gateway else { return session.finish(status) }
+        gateway.close { [session] delivered in
+            // Readings the broker never got are a failure of the run,
+            // unless Bluetooth failed first (its code says more).
+            let lost = !delivered && (status == .success || status == .interrupted)
+            session.finish(lost ? .mqttFailed : status)
+        }
+    }
 }
