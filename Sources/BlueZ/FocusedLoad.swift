@@ -45,6 +45,13 @@ final class FocusedLoad: @unchecked Sendable {
         }
     }
 
+    /// Loads `object` and everything below it (a connected device heard
+    /// again: its GATT objects); `finished` as for `start`.
+    func start(below object: ObjectPath, finished: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        self.finished = finished
+        load(object, absentIsFine: true)
+    }
+
     /// An object and everything below it.
     private func load(_ path: ObjectPath, absentIsFine: Bool = false) {
         call(.introspect(path), absentIsFine: absentIsFine) { [self] found in

@@ -18,9 +18,10 @@ struct HeardDevices {
 
 extension BlueZClient {
     /// A cached device heard again (`ObjectTree.unknownDeviceHeard`): its
-    /// Device1 properties are asked once, and it enters the tree with a
-    /// `.deviceAdded`. Signals about it before the reply are already in the
-    /// reply (bluetoothd sends in order); those after it find it in the tree.
+    /// Device1 properties are asked once (and, if it is connected, the GATT
+    /// objects below it), and it enters the tree with a `.deviceAdded`.
+    /// Signals about it before a reply are already in the reply (bluetoothd
+    /// sends in order); those after it find it in the tree.
     func heard(_ device: ObjectPath) {
         guard heardDevices.ask(device) else { return }
         let current = treeGeneration
@@ -29,9 +30,18 @@ extension BlueZClient {
                 case .success(let properties) = result, tree.properties(device, BlueZNames.device) == nil
             else { return }
             tree.set(device, interface: BlueZNames.device, properties: properties)
-            if let view = tree.device(device) { pendingEvents.append(.deviceAdded(view)) }
-            deliverPendingEvents()
+            guard tree.device(device)?.connected == true else { return announce(device) }
+            FocusedLoad(client: self, address: nil) { [self] in current == treeGeneration }.start(below: device) {
+                [self] _ in
+                if current == treeGeneration { announce(device) }
+            }
         }
+    }
+
+    private func announce(_ device: ObjectPath) {
+        guard let view = tree.device(device) else { return }
+        pendingEvents.append(.deviceAdded(view))
+        deliverPendingEvents()
     }
 
     /// The devices on `adapter` BlueZ heard recently (they have an RSSI) or

@@ -211,6 +211,32 @@ struct BlueZClientTests {
         #expect(await test.client.snapshot().devices(on: hci0).map(\.path) == [birdPath])
     }
 
+    /// A connected device heard again enters with its GATT objects, as
+    /// GetManagedObjects has them.
+    @Test func aTreeOfAdaptersTakesInAConnectedDeviceWithItsGattObjects() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.call("AddCachedDevices", .uint32(100))
+        try await fake.addBird(cached: true)
+        let other = try ClientUnderTest(fake)
+        try await other.ready()
+        try await other.perform(.startDiscovery(adapter: hci0))
+        try await other.next { if case .deviceChanged(let d, _) = $0 { d.rssi != nil } else { false } }  // heard
+        try await other.connectBird()
+
+        let test = try ClientUnderTest(fake, scope: .adapters)
+        try await test.ready()
+        #expect(await test.client.snapshot().device(birdPath) == nil)
+        try await fake.call("SetRSSI", .string(birdAddress), .int16(-61))
+        try await test.next { if case .deviceAdded(let d) = $0 { d.path == birdPath } else { false } }
+        let full = try ObjectTree(managedObjects: try await fake.managedObjects())
+        let tree = await test.client.snapshot()
+        #expect(tree.characteristics(under: birdPath).count == full.characteristics(under: birdPath).count)
+        #expect(tree.characteristics(under: birdPath).count >= 3)
+        for path in full.objects.keys where path == birdPath || path.isDescendant(of: birdPath) {
+            #expect(tree.objects[path] == full.objects[path], "\(path)")
+        }
+    }
+
     @Test func introspectionReadsTheRootsInterfacesAndChildrenOnly() {
         let bluetoothd = """
             <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
