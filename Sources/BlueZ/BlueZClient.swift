@@ -158,11 +158,7 @@ public final class BlueZClient: @unchecked Sendable {
 
     private func objectManagerSignal(_ message: Message) {
         guard appliesSignals else { return }
-        tree.applyObjectManagerSignal(message) { event in
-            // A device removed while its GetAll is in flight: the reply is stale.
-            if case .deviceRemoved(let path) = event { heardDevices.forget(path) }
-            pendingEvents.append(event)
-        }
+        tree.applyObjectManagerSignal(message) { pendingEvents.append($0) }
         deliverPendingEvents()
     }
 

@@ -9,11 +9,9 @@ struct HeardDevices {
     /// Whether to ask for the device now: not while a GetAll of it is in flight.
     mutating func ask(_ device: ObjectPath) -> Bool { pending.insert(device).inserted }
 
-    /// The reply is in; whether it still counts (the device was not removed meanwhile).
-    mutating func answered(_ device: ObjectPath) -> Bool { pending.remove(device) != nil }
-
-    /// The device was removed: a reply in flight about it is stale.
-    mutating func forget(_ device: ObjectPath) { pending.remove(device) }
+    /// The reply is in. (A device removed before it makes it an error:
+    /// bluetoothd sends in order.)
+    mutating func answered(_ device: ObjectPath) { pending.remove(device) }
 }
 
 extension BlueZClient {
@@ -26,8 +24,10 @@ extension BlueZClient {
         guard heardDevices.ask(device) else { return }
         let current = treeGeneration
         perform(.getAll(device, interface: BlueZNames.device)) { [self] result in
-            guard current == treeGeneration, heardDevices.answered(device),
-                case .success(let properties) = result, tree.properties(device, BlueZNames.device) == nil
+            guard current == treeGeneration else { return }
+            heardDevices.answered(device)
+            // Already in: announced (InterfacesAdded) while the reply was on its way.
+            guard case .success(let properties) = result, tree.properties(device, BlueZNames.device) == nil
             else { return }
             tree.set(device, interface: BlueZNames.device, properties: properties)
             guard tree.device(device)?.connected == true else { return announce(device) }
