@@ -44,6 +44,8 @@ extension Option {
     static let connectTimeout = Option(
         "--connect-timeout", value: "S", "deadline to connect, retries included (default 10 s)")
     static let minimumRSSI = Option("--min-rssi", value: "DBM", "only Birds heard at least this strong (-127 to 20)")
+    static let forgetAfter = Option(
+        "--forget-after", value: "S", "forget a Bird unheard for S seconds; heard again, it is reported again (default 300)")
     static let json = Option("--json", "JSON Lines on stdout, one object per line")
     static let verbose = Option("--verbose", "show events and the D-Bus traffic on stderr")
     static let help = Option("--help", "show this help (also -h)")

@@ -8,6 +8,8 @@ struct CommonOptions {
     var verbose: Bool
     var powerOn: Bool
     var minimumRSSI: Int?
+    /// `--forget-after S`: how long a Bird may go unheard before it is forgotten.
+    var forgetAfter: Duration
     var pairs: Bool
     var confirmPairing: Bool
     /// `--pair-with`: addresses, upper case.
@@ -22,6 +24,10 @@ struct CommonOptions {
         verbose = arguments.has(.verbose)
         powerOn = arguments.has(.powerOn)
         minimumRSSI = try arguments.integer(.minimumRSSI, range: -127...20)
+        forgetAfter = try arguments.seconds(.forgetAfter, default: ScanDriver.defaultForgetAfter, zeroMeansNone: false)
+            ?? ScanDriver.defaultForgetAfter
+        // Forgetting what was just heard would report a Bird again at every advertisement.
+        if forgetAfter < .seconds(0.1) { throw UsageError("--forget-after expects at least 0.1 seconds") }
         pairs = !arguments.has(.noPair)
         confirmPairing = arguments.has(.confirmPairing)
         if confirmPairing && !pairs { throw UsageError("--confirm-pairing and --no-pair contradict each other") }
