@@ -32,8 +32,10 @@ let package = Package(
         .target(name: "MQTT", dependencies: ["CMosquitto", "Threads"]),
         // The git revision of a release build (a C macro `make release` sets).
         .target(name: "BuildInfo"),
+        // glibc's malloc.h (heap statistics, malloc_trim), which Swift's Glibc module leaves out.
+        .systemLibrary(name: "CMalloc"),
         // The command line as a library: argument parsing, output formats, escaping, exit codes.
-        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "BuildInfo"]),
+        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "BuildInfo", "CMalloc"]),
         // The executable: blocks signals, runs BirdctlCLI, exits.
         .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
         // What the test support asks of the kernel with a sockaddr (a free port).

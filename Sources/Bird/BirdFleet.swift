@@ -18,6 +18,11 @@ public struct BirdFleet: Sendable {
         case forgetTick
     }
 
+    /// How long a bird neither heard nor connected is remembered by default:
+    /// well past Home Assistant's 195 s before a silent device is shown
+    /// unavailable.
+    public static let defaultForgetAfter = Duration.seconds(600)
+
     /// How many ticks of `forgetTick` make up `forgetAfter`: a bird is
     /// forgotten between 7/8 and 8/8 of that time after it was last heard.
     public static let ticksToForget = 8
@@ -112,6 +117,7 @@ public struct BirdFleet: Sendable {
         guard outcome == nil else { return [] }
         adapter = nil
         discovering = false
+        waiting.removeAll()
         let actions = everyMachine { $0.bluetoothUnavailable(error) }
         if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
         return actions
@@ -120,12 +126,14 @@ public struct BirdFleet: Sendable {
     public mutating func adapterPoweredOff(_ adapter: AdapterChoice) -> [Action] {
         self.adapter = adapter
         discovering = false
+        waiting.removeAll()
         return everyMachine { $0.adapterPowered(false, adapter: adapter) }
     }
 
     public mutating func adapterRemoved(name: String) -> [Action] {
         adapter = nil
         discovering = false
+        waiting.removeAll()
         return everyMachine { $0.adapterRemoved(name: name) }
     }
 
@@ -348,7 +356,7 @@ public struct BirdFleet: Sendable {
     /// `all`: once no machine is connecting, the next bird waiting gets one.
     private mutating func admitWaiting() -> [Action] {
         var actions: [Action] = []
-        while outcome == nil, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
+        while outcome == nil, discovering, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
             let sighting = waiting.removeFirst()
             let address = sighting.address.uppercased()
             guard byAddress[address] == nil, declined[address] == nil else { continue }

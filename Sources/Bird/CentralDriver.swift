@@ -43,8 +43,11 @@ public final class CentralDriver: @unchecked Sendable {
         person: PairingQuestions? = nil,
         onReport: @escaping ReportHandler, onFinish: @escaping FinishHandler
     ) {
-        // A command about one bird loads only that bird from BlueZ's cache.
-        core = DriverCore(connection: connection, options: options, focus: fleet.all ? nil : fleet.configuration.address)
+        // A command about one bird loads only that bird from BlueZ's cache;
+        // `--all` loads the adapters, and devices enter as they are heard.
+        let scope: BlueZClient.Scope =
+            fleet.all ? .adapters : fleet.configuration.address.map { .device(address: $0) } ?? .everything
+        core = DriverCore(connection: connection, options: options, scope: scope)
         self.person = person
         self.fleet = fleet
         self.onReport = onReport
@@ -325,7 +328,7 @@ public final class CentralDriver: @unchecked Sendable {
     /// How many devices are connected on an adapter. A focused tree holds
     /// one device: BlueZ is asked for all (a rare path: a connect deadline).
     private func connectedDevices(on adapter: ObjectPath, _ body: @escaping @Sendable (Int) -> Void) {
-        guard client.focus != nil else { return body(client.tree.devicesInRange(on: adapter).filter(\.connected).count) }
+        guard !client.holdsEveryDevice else { return body(client.tree.devicesInRange(on: adapter).filter(\.connected).count) }
         client.perform(.getManagedObjects()) { result in
             body((try? result.get())?.devicesInRange(on: adapter).filter(\.connected).count ?? 0)
         }

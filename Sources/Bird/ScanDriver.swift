@@ -31,7 +31,7 @@ public final class ScanDriver: @unchecked Sendable {
     public typealias FinishHandler = @Sendable (CommandOutcome, [ScanResult]) -> Void
 
     /// How long a Bird may go unheard before a scan forgets it, unless told otherwise.
-    public static let defaultForgetAfter = Duration.seconds(300)
+    public static let defaultForgetAfter = BirdFleet.defaultForgetAfter
 
     private let core: DriverCore
     private let timeout: Duration?

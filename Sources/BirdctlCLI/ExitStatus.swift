@@ -80,7 +80,8 @@ extension CommandFailure {
     var isBusLoss: Bool {
         switch self {
         case .bluetoothUnavailable(let error), .permissionDenied(let error), .connectFailed(let error),
-            .pairingRequired(let error), .pairingFailed(let error), .operationFailed(_, let error):
+            .pairingRequired(let error), .pairingFailed(let error), .pairingNotNamed(_, let error),
+            .operationFailed(_, let error):
             error.kind == .busDisconnected
         case .noAdapter, .adapterOff, .notFound, .connectTimeout, .connectTimeoutWithLinksUp, .connectionLost,
             .serviceMissing:

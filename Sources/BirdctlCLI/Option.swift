@@ -45,7 +45,8 @@ extension Option {
         "--connect-timeout", value: "S", "deadline to connect, retries included (default 10 s)")
     static let minimumRSSI = Option("--min-rssi", value: "DBM", "only Birds heard at least this strong (-127 to 20)")
     static let forgetAfter = Option(
-        "--forget-after", value: "S", "forget a Bird unheard for S seconds; heard again, it is reported again (default 300)")
+        "--forget-after", value: "S",
+        "forget a Bird neither heard nor connected for S seconds; heard again, it is reported again (default 600)")
     static let json = Option("--json", "JSON Lines on stdout, one object per line")
     static let verbose = Option("--verbose", "show events and the D-Bus traffic on stderr")
     static let help = Option("--help", "show this help (also -h)")
@@ -58,9 +59,6 @@ extension Option {
         "birds that may be paired (bonded) with when they ask; besides these, only the ADDRESS given and birds "
             + "already bonded are (default: none, so --all never bonds with a stranger)")
     static let pairTimeout = Option("--pair-timeout", value: "S", "deadline to pair, a person's answer included (default 30 s)")
-    static let forgetAfter = Option(
-        "--forget-after", value: "S",
-        "with --all: forget a bird neither heard nor connected for S seconds (default 600; 0 = never)")
     static let count = Option("--count", value: "N", "stop after N readings")
     static let duration = Option("--duration", value: "S", "stop after S seconds")
     static let all = Option("--all", "follow every Bird in range; every line carries the address")

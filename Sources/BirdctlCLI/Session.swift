@@ -44,6 +44,7 @@ final class Session: @unchecked Sendable {
                 onStdoutClosed()
             }
             connection.onLoss { [self] _ in busWentAway() }
+            FreedMemory.returnPeriodically(on: connection.loop)
             body()
         }
         connection.loop.runOnCurrentThread()

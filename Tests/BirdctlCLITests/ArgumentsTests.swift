@@ -51,7 +51,7 @@ struct ArgumentsTests {
 
     /// `--forget-after S`: default 300 s; forgetting what was just heard is refused.
     @Test func forgetAfter() throws {
-        #expect(try CommonOptions(Self.parse("scan")).forgetAfter == .seconds(300))
+        #expect(try CommonOptions(Self.parse("scan")).forgetAfter == .seconds(600))
         #expect(try CommonOptions(Self.parse("scan", "--forget-after", "1.5")).forgetAfter == .milliseconds(1500))
         #expect(throws: UsageError.self) { try CommonOptions(Self.parse("scan", "--forget-after", "0")) }
         #expect(throws: UsageError.self) { try CommonOptions(Self.parse("scan", "--forget-after", "soon")) }

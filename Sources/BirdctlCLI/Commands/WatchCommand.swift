@@ -59,7 +59,6 @@ enum WatchCommand {
             duration: try arguments.seconds(.duration, default: nil), pairs: common.pairs,
             pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith, notifyMethod: try arguments.notifyMethod())
 
-        let forgetAfter = try arguments.seconds(.forgetAfter, default: .seconds(600))
         if !all && arguments.value(.forgetAfter) != nil { throw UsageError("--forget-after goes with --all") }
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
@@ -77,7 +76,7 @@ enum WatchCommand {
         let gatewayFailed = GatewayFailure()
         let ending = WatchEnding(session: session, gateway: gateway)
         let driver = try common.centralDriver(
-            session, BirdFleet(configuration, all: all, forgetAfter: forgetAfter),
+            session, BirdFleet(configuration, all: all, forgetAfter: common.forgetAfter),
             onReport: { report in
                 // The command is ending: what comes now (a notification socket's
                 // last datagrams, calls failing) is neither printed nor published.
