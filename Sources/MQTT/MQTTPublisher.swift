@@ -93,6 +93,11 @@ public final class MQTTPublisher: @unchecked Sendable {
         cmosq_publish_callback_set(handle) { _, context, _ in
             MQTTPublisher.from(context).acknowledged()
         }
+        if !settings.subscriptions.isEmpty {
+            cmosq_message_callback_set(handle) { _, context, message in
+                MQTTPublisher.from(context).received(message.pointee)
+            }
+        }
         listenToLog(true)
     }
 
@@ -221,6 +226,10 @@ public final class MQTTPublisher: @unchecked Sendable {
         }
         listenToLog(false)
         lastLoggedError.withLock { $0 = nil }
+        // Before anything queued goes out: the broker handles a client's
+        // packets in order, so the retained messages arrive before the echo
+        // of anything published after this.
+        for filter in settings.subscriptions { _ = cmosq_subscribe(handle, nil, filter, 1) }
         let backlog = state.withLock { state in
             state.connected = true
             state.everConnected = true
@@ -261,6 +270,17 @@ public final class MQTTPublisher: @unchecked Sendable {
             }
         }
         reportDropped()
+    }
+
+    /// On the publisher's thread; libmosquitto frees the message after this returns.
+    private func received(_ message: mosquitto_message) {
+        let limit = settings.maximumIncomingSize
+        guard let topic = message.topic, (0...limit).contains(Int(message.payloadlen)),
+            strnlen(topic, limit + 1) <= limit
+        else { return }
+        let name = String(decoding: UnsafeRawBufferPointer(start: topic, count: strlen(topic)), as: UTF8.self)
+        let payload = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen))) } ?? []
+        onEvent(.received(MQTTMessage(name, bytes: payload, retain: message.retain)))
     }
 
     private func reportDropped() {

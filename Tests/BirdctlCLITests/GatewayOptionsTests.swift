@@ -51,3 +51,25 @@ struct GatewayOptionsTests {
         #expect(GatewayMessages(prefix: "home/bird.s").gatewayID == "home_bird_s")
     }
 }
+
+@Suite("MQTT gateway: what it reads back from the broker")
+struct GatewayReadBackTests {
+    let messages = GatewayMessages(prefix: "home/birds")
+
+    @Test func aRetainedOnlineStatusNamesItsBird() {
+        let held = MQTTMessage("home/birds/F0:0D:B1:7D:00:01/status", "online", retain: true)
+        #expect(messages.retainedOnline(held) == "F0:0D:B1:7D:00:01")
+    }
+
+    @Test(arguments: [
+        MQTTMessage("home/birds/F0:0D:B1:7D:00:01/status", "online", retain: false),  // published since: live truth
+        MQTTMessage("home/birds/F0:0D:B1:7D:00:01/status", "offline", retain: true),
+        MQTTMessage("home/birds/status", "online", retain: true),  // the gateway's own
+        MQTTMessage("home/birds/evil/status", "online", retain: true),  // not an address: anyone's
+        MQTTMessage("home/other/F0:0D:B1:7D:00:01/status", "online", retain: true),
+        MQTTMessage("home/birds/F0:0D:B1:7D:00:01/x/status", "online", retain: true),
+    ])
+    func anythingElseIsIgnored(_ message: MQTTMessage) {
+        #expect(messages.retainedOnline(message) == nil, "\(message.topic)")
+    }
+}

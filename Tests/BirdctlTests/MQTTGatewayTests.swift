@@ -62,6 +62,31 @@ struct MQTTGatewayTests {
         }
     }
 
+    @Test func aGatewayKilledWhileABirdWasOnlineLeavesItOfflineOnceRestartedWithoutIt() async throws {
+        // The will covers only the gateway's status: a bird's retained
+        // "online" outlives a kill -9. The gateway that starts again (not
+        // hearing the bird) reads the retained statuses and corrects them.
+        let broker = try MosquittoBroker()
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let first = try fake.launch("watch", "--all", "--quiet", "--mqtt", broker.url(prefix: "gw"))
+        let subscriber = try await broker.subscribe(["gw/\(bird)/status", "gw/status"])
+        _ = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/status" && $0.payload == "online" })
+        first.signal(SIGKILL)
+        _ = try await first.waitForExit()
+        _ = try await subscriber.messages(until: { $0.topic == "gw/status" && $0.payload == "offline" })
+        #expect(try broker.retained("gw/#")["gw/\(bird)/status"] == "online", "the stale status this test is about")
+
+        let empty = try FakeBlueZ()
+        let second = try empty.launch("watch", "--all", "--quiet", "--mqtt", broker.url(prefix: "gw"))
+        _ = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/status" && $0.payload == "offline" })
+        let retained = try broker.retained("gw/#")
+        #expect(retained["gw/status"] == "online")
+        #expect(retained["gw/\(bird)/status"] == "offline")
+        second.signal(SIGTERM)
+        #expect(try await second.waitForExit() == 0)
+    }
+
     @Test func aBrokerRestartMidStreamLosesNoReading() async throws {
         // QoS 1 both ways and a persistent subscriber session: every reading
         // arrives, in order; a message in flight when the broker went may come

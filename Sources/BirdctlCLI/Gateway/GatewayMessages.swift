@@ -35,6 +35,20 @@ struct GatewayMessages {
         MQTTMessage("\(prefix)/\(address)/status", online ? "online" : "offline", retain: true)
     }
 
+    /// `PREFIX/+/status`: every bird's availability under this prefix.
+    var birdStatusFilter: String { prefix + "/+/status" }
+
+    /// The bird whose status the broker held as "online" when the gateway
+    /// subscribed to `birdStatusFilter`, or nil for any other message (a
+    /// topic not shaped like ours is anyone's and ignored).
+    func retainedOnline(_ message: MQTTMessage) -> String? {
+        guard message.retain, message.payload.elementsEqual("online".utf8),
+            message.topic.hasPrefix(prefix + "/"), message.topic.hasSuffix("/status")
+        else { return nil }
+        let address = String(message.topic.dropFirst(prefix.count + 1).dropLast("/status".count))
+        return Arguments.isAddress(address) ? address : nil
+    }
+
     /// The value as text; a name is the peer's and is escaped as on a
     /// terminal, since subscribers print payloads (`mosquitto_sub -v`).
     func value(_ address: String, _ value: BirdValue) -> MQTTMessage {

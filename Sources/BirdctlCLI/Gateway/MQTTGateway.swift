@@ -46,7 +46,12 @@ final class MQTTGateway: @unchecked Sendable {
 
     /// Connects in the background; readings queue until the broker answers.
     func start() throws(MQTTError) {
-        let publisher = try MQTTPublisher(options.settings) { [weak self] event in self?.publisherEvent(event) }
+        var settings = options.settings
+        // At every connect: what the broker says of our birds' availability,
+        // to correct what a gateway that died left (its will covers only
+        // PREFIX/status).
+        settings.subscriptions = [messages.birdStatusFilter]
+        let publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
         self.publisher = publisher
         publisher.publishSticky(messages.gatewayStatus(online: true))
         if options.discovery { publisher.publishSticky(messages.gatewayDiscovery(version: Version.text)) }
@@ -139,6 +144,14 @@ final class MQTTGateway: @unchecked Sendable {
         publisher?.publishSticky(messages.birdStatus(address, online: online))
     }
 
+    /// The broker holds "online" for a bird this gateway does not hold (a
+    /// gateway killed while it held it left it): "offline" it is. Sticky, like
+    /// every status, so that a later "online" cannot overtake it.
+    private func markOfflineUnlessHeld(_ address: String) {
+        guard let publisher, !closing, birds[address]?.online != true else { return }
+        publisher.publishSticky(messages.birdStatus(address, online: false))
+    }
+
     // MARK: Ending (on the loop)
 
     /// Publishes "offline" for every bird still online and the gateway, then
@@ -206,6 +219,9 @@ final class MQTTGateway: @unchecked Sendable {
             publisher?.publish(messages.event(nil, object.rendered))
         case .failed(let error):
             loop.execute { [self] in onFailure?(error) }
+        case .received(let message):
+            guard let address = messages.retainedOnline(message) else { return }
+            loop.execute { [self] in markOfflineUnlessHeld(address) }
         }
     }
 }
