@@ -46,6 +46,20 @@ struct GatewayOptionsTests {
         #expect(state.retain && value.retain)
     }
 
+    @Test func alphaIsAPercentageForHomeAssistantAndDevicesHaveCleanNames() throws {
+        let robin = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01", address: "F0:0D:B1:7D:00:01", name: "Robin")
+        let messages = GatewayMessages(prefix: "birdctl/kitchen")
+        let configs = messages.birdDiscovery(robin, version: "1")
+        let alpha = try #require(configs.first { $0.topic.hasSuffix("_alpha/config") })
+        let text = String(decoding: alpha.payload, as: UTF8.self)
+        #expect(text.contains(#""unit_of_measurement":"%""#), "\(text)")
+        #expect(text.contains(#""value_template":"{{ (value | float * 100) | round(0) | int }}""#), "\(text)")
+        #expect(!String(decoding: configs[0].payload, as: UTF8.self).contains("unit_of_measurement"), "the name has no unit")
+        let gateway = String(decoding: messages.gatewayDiscovery(version: "1").payload, as: UTF8.self)
+        #expect(gateway.contains(#""name":"birdctl kitchen""#), "\(gateway)")
+        #expect(GatewayMessages(prefix: "home/birds").deviceName == "birdctl home/birds")
+    }
+
     @Test func theGatewayIdComesFromThePrefix() {
         #expect(GatewayMessages(prefix: "birdctl/kitchen-1").gatewayID == "birdctl_kitchen-1")
         #expect(GatewayMessages(prefix: "home/bird.s").gatewayID == "home_bird_s")

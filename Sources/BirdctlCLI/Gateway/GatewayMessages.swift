@@ -79,11 +79,11 @@ struct GatewayMessages {
     func gatewayDiscovery(version: String) -> MQTTMessage {
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
-        device.add("name", "birdctl \(prefix)")
+        device.add("name", deviceName)
         device.add("model", "birdctl gateway")
         device.add("sw_version", version)
         var config = JSONObject()
-        config.add("name", "Gateway")
+        config.add("name", "Status")
         config.add("unique_id", "birdctl_" + gatewayID)
         config.add("state_topic", statusTopic)
         config.add("payload_on", "online")
@@ -92,6 +92,12 @@ struct GatewayMessages {
         config.add("device", .object(device))
         config.add("origin", .object(origin(version)))
         return MQTTMessage("homeassistant/binary_sensor/birdctl_\(gatewayID)/config", config.rendered, retain: true)
+    }
+
+    /// `birdctl kitchen` for the default prefix `birdctl/kitchen`, else
+    /// `birdctl PREFIX` (Home Assistant shows "birdctl kitchen Status").
+    var deviceName: String {
+        "birdctl " + (prefix.hasPrefix("birdctl/") ? String(prefix.dropFirst("birdctl/".count)) : prefix)
     }
 
     /// One sensor per field, on the bird's device, available while both the
@@ -118,8 +124,11 @@ struct GatewayMessages {
             case .name: config.add("icon", "mdi:bird")
             case .color: config.add("icon", "mdi:palette")
             case .alpha:
+                // The topic has the fraction `--json` has (0.8); people read 80 %.
                 config.add("icon", "mdi:circle-opacity")
                 config.add("state_class", "measurement")
+                config.add("unit_of_measurement", "%")
+                config.add("value_template", "{{ (value | float * 100) | round(0) | int }}")
             }
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
