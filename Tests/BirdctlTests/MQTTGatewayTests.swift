@@ -87,6 +87,42 @@ struct MQTTGatewayTests {
         #expect(try await second.waitForExit() == 0)
     }
 
+    @Test func retireClearsABirdThenTheGatewayAndLeavesOthersAlone() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        for prefix in ["gw", "gw/nested", "other"] {
+            let finished = try await fake.birdctl("watch", "--count", "3", "--quiet", "--mqtt", broker.url(prefix: prefix))
+            #expect(finished.status == 0, "\(finished.stderr)")
+        }
+        let before = try broker.retained("#")
+        let ours = ["gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D"]
+        let others = before.filter { topic in !topic.key.hasPrefix("birdctl-test/") && !ours.contains { topic.key.hasPrefix($0) } }
+        #expect(others.keys.contains("gw/nested/status") && others.keys.contains("other/\(bird)/alpha"))
+        #expect(before["homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"] != nil)
+
+        // Running: refused, nothing cleared.
+        let running = try fake.launch("watch", "--quiet", "--mqtt", broker.url(prefix: "gw"))
+        #expect(await running.stderr(contains: "connected to the MQTT broker"))
+        let refused = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
+        #expect(refused.status == 2 && refused.stderr.contains("is online"), "\(refused.stderr)")
+        running.signal(SIGTERM)
+        #expect(try await running.waitForExit() == 0)
+
+        let one = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw"), bird.lowercased()], environment: [:])
+        #expect(one.status == 0, "\(one.stderr)")
+        var left = try broker.retained("#")
+        #expect(left.keys.filter { $0.hasPrefix("gw/F0") || $0.contains("birdctl_gw_F00D") }.isEmpty, "\(left.keys.sorted())")
+        #expect(left["gw/status"] == "offline" && left["homeassistant/binary_sensor/birdctl_gw/config"] != nil)
+        #expect(Set(one.stdout).contains("homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"), "\(one.stdout)")
+
+        let all = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
+        #expect(all.status == 0, "\(all.stderr)")
+        left = try broker.retained("#")
+        #expect(left["gw/status"] == nil && left["homeassistant/binary_sensor/birdctl_gw/config"] == nil)
+        #expect(left.filter { !$0.key.hasPrefix("birdctl-test/") } == others)
+    }
+
     @Test func aBrokerRestartMidStreamLosesNoReading() async throws {
         // QoS 1 both ways and a persistent subscriber session: every reading
         // arrives, in order; a message in flight when the broker went may come

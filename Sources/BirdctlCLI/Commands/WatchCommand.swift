@@ -116,7 +116,7 @@ enum WatchCommand {
     }
 
     /// The credentials' variables, if set.
-    private static func gatewayEnvironment() -> [String: String] {
+    static func gatewayEnvironment() -> [String: String] {
         var environment: [String: String] = [:]
         for name in [GatewayOptions.usernameVariable, GatewayOptions.passwordVariable] {
             if let value = getenv(name) { environment[name] = String(cString: value) }

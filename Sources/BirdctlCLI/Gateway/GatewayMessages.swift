@@ -91,8 +91,65 @@ struct GatewayMessages {
         config.add("device_class", "connectivity")
         config.add("device", .object(device))
         config.add("origin", .object(origin(version)))
-        return MQTTMessage("homeassistant/binary_sensor/birdctl_\(gatewayID)/config", config.rendered, retain: true)
+        return MQTTMessage(gatewayDiscoveryTopic, config.rendered, retain: true)
     }
+
+    var gatewayDiscoveryTopic: String { "homeassistant/binary_sensor/birdctl_\(gatewayID)/config" }
+
+    /// The id of a bird's sensor for `field` from this gateway.
+    private func sensorID(_ address: String, _ field: BirdField) -> String {
+        "birdctl_\(gatewayID)_\(address.filter { $0 != ":" })_\(field.rawValue)"
+    }
+
+    private func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
+
+    /// Where this gateway's sensors' configs are (every one of any bird).
+    static let sensorDiscoveryFilter = "homeassistant/sensor/+/config"
+
+    /// The bird whose sensor config of this gateway is at `topic`, or nil.
+    func birdOfSensorConfig(_ topic: String) -> String? {
+        let head = "homeassistant/sensor/birdctl_\(gatewayID)_"
+        guard topic.hasPrefix(head), topic.hasSuffix("/config") else { return nil }
+        let id = topic.dropFirst(head.count).dropLast("/config".count)
+        guard id.count > 13, let underscore = id.firstIndex(of: "_"), id.distance(from: id.startIndex, to: underscore) == 12,
+            BirdField(rawValue: String(id[id.index(after: underscore)...])) != nil
+        else { return nil }
+        let hex = Array(id[..<underscore].uppercased())
+        guard hex.allSatisfy(\.isHexDigit) else { return nil }
+        return stride(from: 0, to: 12, by: 2).map { String(hex[$0..<$0 + 2]) }.joined(separator: ":")
+    }
+
+    /// The bird a topic under the prefix belongs to (`PREFIX/ADDRESS`,
+    /// `PREFIX/ADDRESS/…`), or nil.
+    func birdOfTopic(_ topic: String) -> String? {
+        guard topic.hasPrefix(prefix + "/") else { return nil }
+        let level = topic.dropFirst(prefix.count + 1).prefix { $0 != "/" }
+        return Arguments.isAddress(String(level)) ? String(level) : nil
+    }
+
+    /// What this gateway publishes retained about a bird (its values, state
+    /// and status) and its sensors' discovery configs: what forgetting it clears.
+    func retainedTopics(of address: String) -> [String] {
+        ["\(prefix)/\(address)"] + BirdField.allCases.map { "\(prefix)/\(address)/\($0.rawValue)" }
+            + ["\(prefix)/\(address)/status"] + BirdField.allCases.map { sensorTopic(sensorID(address, $0)) }
+    }
+
+    /// Of the retained `topics` (under the prefix and the discovery configs),
+    /// this gateway's: all of them, or only those of `onlyBirds`.
+    func topicsToClear(_ topics: [String], onlyBirds birds: Set<String>?) -> [String] {
+        topics.filter { topic in
+            let bird = birdOfTopic(topic)?.uppercased() ?? birdOfSensorConfig(topic)
+            guard let birds else {
+                // Not all of PREFIX/#: a gateway may have a prefix under ours.
+                return bird != nil || topic == statusTopic || topic == gatewayDiscoveryTopic
+            }
+            return bird.map(birds.contains) ?? false
+        }
+    }
+
+    /// An empty retained message: the broker forgets the topic's retained
+    /// message, and Home Assistant a discovery config.
+    static func clearing(_ topic: String) -> MQTTMessage { MQTTMessage(topic, bytes: [], retain: true) }
 
     /// `birdctl kitchen` for the default prefix `birdctl/kitchen`, else
     /// `birdctl PREFIX` (Home Assistant shows "birdctl kitchen Status").
@@ -113,7 +170,7 @@ struct GatewayMessages {
         device.add("model", "Bird Service peripheral")
         device.add("via_device", "birdctl_" + gatewayID)
         return BirdField.allCases.map { field in
-            let id = "birdctl_\(gatewayID)_\(hex)_\(field.rawValue)"
+            let id = sensorID(address, field)
             var config = JSONObject()
             config.add("name", field.rawValue.capitalized)
             config.add("unique_id", id)
@@ -132,7 +189,7 @@ struct GatewayMessages {
             }
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
-            return MQTTMessage("homeassistant/sensor/\(id)/config", config.rendered, retain: true)
+            return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
         }
     }
 
