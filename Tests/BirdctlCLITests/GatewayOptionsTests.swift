@@ -20,6 +20,10 @@ struct GatewayOptionsTests {
         ("mqtt://h/a/+/b", nil),
         ("tcp://h", nil),
         ("mqtt://u:p@h", nil),
+        ("mqtt://user:1883/secret@host", nil),  // a password with a '/' in it
+        ("mqtt://h/$SYS/birds", nil),
+        ("mqtt://h/$share/x", nil),
+        ("mqtt://h/a$b", GatewayOptions.Target(secure: false, host: "h", port: 1883, prefix: "a$b")),
     ])
     func urls(_ url: String, _ expected: GatewayOptions.Target?) {
         let parsed = try? GatewayOptions.parse(url)
@@ -62,7 +66,75 @@ struct GatewayOptionsTests {
 
     @Test func theGatewayIdComesFromThePrefix() {
         #expect(GatewayMessages(prefix: "birdctl/kitchen-1").gatewayID == "birdctl_kitchen-1")
-        #expect(GatewayMessages(prefix: "home/bird.s").gatewayID == "home_bird_s")
+        #expect(GatewayMessages(prefix: "home/bird.s").gatewayID == "home_bird__2es")
+        #expect(GatewayOptions.gatewayID("a/b") == "a_b" && GatewayOptions.gatewayID("a_b") == "a__5fb")
+    }
+
+    @Test(arguments: [
+        ["a/b", "a_b", "a__b", "a/_b", "a_/b", "a/5fb", "a_5fb", "a/__5fb"],
+        ["k/é", "k/__c3__a9", "k_é", "é/x", "x-y", "x/-y", "x-/y"],
+    ])
+    func gatewayIdsAreOneToOne(_ prefixes: [String]) {
+        let ids = prefixes.map(GatewayOptions.gatewayID)
+        #expect(Set(ids).count == prefixes.count, "\(ids)")
+        for (prefix, id) in zip(prefixes, ids) {
+            #expect(Self.decodedGatewayID(id) == prefix, "\(id)")
+            #expect(id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }, "\(id)")
+        }
+    }
+
+    /// The inverse of `gatewayID`: a run of one `_` is `/`, of two a byte, of three `/` and a byte.
+    static func decodedGatewayID(_ id: String) -> String? {
+        var bytes: [UInt8] = []
+        var chars = Array(id.utf8)[...]
+        while let c = chars.first {
+            guard c == UInt8(ascii: "_") else {
+                bytes.append(chars.removeFirst())
+                continue
+            }
+            let run = chars.prefix { $0 == UInt8(ascii: "_") }.count
+            chars = chars.dropFirst(run)
+            if run == 1 || run == 3 { bytes.append(UInt8(ascii: "/")) }
+            if run >= 2 {
+                guard let byte = UInt8(String(decoding: chars.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(byte)
+                chars = chars.dropFirst(2)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test(arguments: [
+        "mqtt://user:1883/s3cret@host", "http://user:s3cret@host", "s3cret", "foo://s3cret/x", "mqtt://h:s3cret",
+        "mqtt://[::1:s3cret", "mqtt://[::1]s3cret", "mqtts://u:s3cret@[::1]:8883/p", "mqtt://user@s3cret:1883/x",
+    ])
+    func noErrorEchoesAPassword(_ url: String) {
+        do {
+            _ = try GatewayOptions.parse(url)
+            Issue.record("\(url) was accepted")
+        } catch {
+            #expect(!error.message.contains("s3cret"), "\(error.message)")
+        }
+    }
+
+    @Test(arguments: [
+        ("mqtt://broker.lan", true), ("mqtt://10.0.0.2:1883/x", true),
+        ("mqtt://127.0.0.1", false), ("mqtt://localhost", false), ("mqtt://[::1]", false),
+    ])
+    func aPasswordInPlainTextToAnotherHostIsWarnedOf(_ url: String, _ warned: Bool) throws {
+        let arguments = try Arguments(["--mqtt", url], accepting: WatchCommand.command.options)
+        let withPassword = try #require(try GatewayOptions(
+            arguments, environment: ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"]))
+        #expect(withPassword.warnings.contains { $0.contains("plain text") } == warned, "\(withPassword.warnings)")
+        #expect(withPassword.warnings.allSatisfy { !$0.contains("p)") })
+        let anonymous = try #require(try GatewayOptions(arguments, environment: [:]))
+        #expect(anonymous.warnings.isEmpty)
+    }
+
+    @Test func noWarningOverTLS() throws {
+        let arguments = try Arguments(["--mqtt", "mqtts://broker.lan", "--mqtt-ca", "/etc/hostname"], accepting: WatchCommand.command.options)
+        let options = try #require(try GatewayOptions(arguments, environment: ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"]))
+        #expect(options.warnings.isEmpty, "\(options.warnings)")
     }
 }
 

@@ -62,9 +62,7 @@ enum WatchCommand {
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         let quiet = arguments.has(.quiet)
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
-        if let file = arguments.value(.mqttCredentials), GatewayOptions.readableByOthers(file) {
-            Diagnostics.say("warning: \(file) holds a password and other users can read it (chmod 600 \(file))")
-        }
+        for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
 
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }

@@ -17,12 +17,13 @@ import MQTT
 /// never collide) on the one shared device.
 struct GatewayMessages {
     let prefix: String
-    /// The prefix as an id: `birdctl/kitchen` → `birdctl_kitchen`.
+    /// The prefix as an id: `birdctl/kitchen` → `birdctl_kitchen` (one to
+    /// one, `GatewayOptions.gatewayID`).
     let gatewayID: String
 
     init(prefix: String) {
         self.prefix = prefix
-        gatewayID = GatewayOptions.topicSafe(prefix.replacingAll("/", with: "_"))
+        gatewayID = GatewayOptions.gatewayID(prefix)
     }
 
     var statusTopic: String { prefix + "/status" }

@@ -35,6 +35,7 @@ enum RetireCommand {
         guard let options = try GatewayOptions(arguments, environment: WatchCommand.gatewayEnvironment()) else {
             throw UsageError("retire needs --mqtt URL: the broker and the PREFIX of the gateway")
         }
+        for warning in options.warnings { Diagnostics.say("warning: " + warning) }
         let messages = GatewayMessages(prefix: options.prefix)
         var settings = options.settings
         // Never the gateway's own id (the broker would disconnect a running
