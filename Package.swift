@@ -47,8 +47,8 @@ let package = Package(
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         // The command line's parsing, escaping and formatting, without a bus.
         .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus", "MQTT"]),
-        // Runs the built birdctl against the fake BlueZ.
-        .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BlueZTestSupport", "BlueZ", "DBus"]),
+        // Runs the built birdctl against the fake BlueZ (and the gateway, in-process, against mosquitto).
+        .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BirdctlCLI", "Bird", "MQTT", "BlueZTestSupport", "BlueZ", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -52,7 +52,8 @@ public final class MQTTPublisher: @unchecked Sendable {
         self.handle = handle
         self.settings = settings
         self.onEvent = onEvent
-        state = Locked(State(queue: OutgoingQueue(capacity: settings.bufferCapacity, window: settings.window)))
+        state = Locked(State(queue: OutgoingQueue(
+            capacity: settings.bufferCapacity, byteCapacity: settings.bufferByteCapacity, window: settings.window)))
         cmosq_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         try configure()
     }
@@ -152,8 +153,13 @@ public final class MQTTPublisher: @unchecked Sendable {
         state.withLock { state in
             guard !state.closing, state.failure == nil else { return }
             state.queue.setSticky(message)
-            if state.connected && !state.awaitingResends { send(message, &state) }
+            pump(&state)
         }
+    }
+
+    /// No longer publishes these topics after a reconnect (a bird forgotten).
+    public func forgetSticky(_ topics: Set<String>) {
+        state.withLock { $0.queue.forgetSticky(topics) }
     }
 
     /// Sends `final` (e.g. "offline"), then disconnects once everything queued
@@ -162,10 +168,8 @@ public final class MQTTPublisher: @unchecked Sendable {
     public func close(final: [MQTTMessage], _ done: @escaping @Sendable () -> Void) {
         let finishedAlready = state.withLock { state in
             guard state.started, state.failure == nil, !state.closing else { return true }
-            for message in final {
-                state.queue.setSticky(message)
-                if state.connected && !state.awaitingResends { send(message, &state) }
-            }
+            for message in final { state.queue.setSticky(message) }
+            pump(&state)
             state.closing = true
             state.whenClosed = done
             disconnectIfSettled(state)
@@ -176,7 +180,7 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     /// Messages waiting or unacknowledged (for the message at exit).
     public var undelivered: Int {
-        state.withLock { $0.queue.count + $0.queue.inFlight }
+        state.withLock { $0.queue.count + $0.queue.stickiesDue + $0.queue.inFlight }
     }
 
     // MARK: The publisher's thread
@@ -238,7 +242,7 @@ public final class MQTTPublisher: @unchecked Sendable {
             } else {
                 resume(&state)
             }
-            return state.queue.count
+            return state.queue.count + state.queue.stickiesDue
         }
         onEvent(.connected(backlog: backlog))
         reportDropped()
@@ -290,10 +294,10 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     // MARK: With the lock held
 
-    /// After (re)connecting: the sticky messages, then the queue.
+    /// After (re)connecting: the sticky messages, then the queue, a window at a time.
     private func resume(_ state: inout State) {
         state.awaitingResends = false
-        for message in state.queue.stickyMessages { send(message, &state) }
+        state.queue.makeAllStickiesDue()
         pump(&state)
         disconnectIfSettled(state)
     }
@@ -303,11 +307,6 @@ public final class MQTTPublisher: @unchecked Sendable {
         while let message = state.queue.nextToSend() {
             publishNow(message)
         }
-    }
-
-    private func send(_ message: MQTTMessage, _ state: inout State) {
-        state.queue.sendingSticky()
-        publishNow(message)
     }
 
     private func publishNow(_ message: MQTTMessage) {

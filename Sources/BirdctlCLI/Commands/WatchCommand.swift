@@ -27,20 +27,24 @@ enum WatchCommand {
             availability to PREFIX/status (online/offline, also the will) and
             PREFIX/ADDRESS/status, and Home Assistant discovery configs under
             homeassistant/ (unless --no-discovery). PREFIX defaults to
-            birdctl/HOSTNAME. While the broker is away, messages wait in a bounded
-            buffer (--mqtt-buffer) and go out in order after reconnecting; Bluetooth
-            never waits for the network. Credentials come from --mqtt-credentials
-            FILE or BIRDCTL_MQTT_USERNAME and BIRDCTL_MQTT_PASSWORD, never from the
-            command line. If the broker cannot be reached at start, refuses the
-            connection or fails TLS verification, birdctl exits 11 at once; it
-            also exits 11 if the broker has not taken every reading when birdctl
-            ends (it waits while the broker makes progress).
+            birdctl/HOSTNAME. While the broker is away, messages wait in a buffer
+            bounded in messages (--mqtt-buffer) and bytes (--mqtt-buffer-bytes) and
+            go out in order after reconnecting; Bluetooth never waits for the
+            network. Credentials come from --mqtt-credentials FILE or
+            BIRDCTL_MQTT_USERNAME and BIRDCTL_MQTT_PASSWORD, never from the command
+            line. At every connect the gateway marks offline the birds the broker
+            holds online under PREFIX that it does not hold (a gateway killed left
+            them); birdctl retire clears a gateway's topics. If the broker cannot be
+            reached at start, refuses the connection or fails TLS verification,
+            birdctl exits 11 at once; it also exits 11 if the broker has not taken
+            every reading when birdctl ends (it waits while the broker makes
+            progress).
             """,
         options: [
             .all, .count, .duration, .noReconnect, .notifyMethod,
             .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
             .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
-            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .noDiscovery, .quiet, .help,
+            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .noDiscovery, .quiet, .help,
         ],
         run: run)
 

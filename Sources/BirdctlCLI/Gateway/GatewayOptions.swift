@@ -19,7 +19,7 @@ struct GatewayOptions {
     /// nil without `--mqtt` (the companion options then are a usage error).
     init?(_ arguments: Arguments, environment: [String: String]) throws(UsageError) {
         guard let url = arguments.value(.mqtt) else {
-            let companions: [Option] = [.mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer]
+            let companions: [Option] = [.mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes]
             if let stray = companions.first(where: { arguments.value($0) != nil }) ?? (arguments.has(.noDiscovery) ? .noDiscovery : nil) {
                 throw UsageError("\(stray.name) goes with --mqtt")
             }
@@ -31,6 +31,7 @@ struct GatewayOptions {
         brokerDescription = "\(target.secure ? "mqtts" : "mqtt")://\(target.host):\(target.port)"
         discovery = !arguments.has(.noDiscovery)
         if let capacity = try arguments.integer(.mqttBuffer, range: 1...10_000_000) { settings.bufferCapacity = capacity }
+        if let bytes = try arguments.integer(.mqttBufferBytes, range: 4096...(1 << 40)) { settings.bufferByteCapacity = bytes }
 
         let ca = arguments.value(.mqttCA)
         let certificate = arguments.value(.mqttCertificate)

@@ -123,12 +123,32 @@ final class MQTTGateway: @unchecked Sendable {
         return !bird.stateDue
     }
 
-    /// Forgets every bird when a new one would make too many (strangers may
-    /// come and go all day); their due states go out first.
+    /// Makes room when a new bird would make too many (strangers may come
+    /// and go all day): the offline birds are forgotten here (their due states
+    /// go out first), and their status and discovery are no longer re-sent at
+    /// each reconnect; what the broker retains of them stays true (offline).
     private func makeRoom(for address: String) {
         guard birds.count >= Self.maximumBirds && birds[address] == nil else { return }
         publishDueStates()
-        birds.removeAll(keepingCapacity: true)
+        let offline = birds.filter { !$0.value.online }.keys
+        publisher?.forgetSticky(Set(offline.flatMap(messages.retainedTopics)))
+        for address in offline { birds[address] = nil }
+    }
+
+    /// Forgets a bird for good (the fleet forgot it, unseen for long): what
+    /// the gateway remembers of it, its sticky status and discovery, and what
+    /// the broker retains of it — its values, state, status and discovery
+    /// configs, cleared with empty retained messages, so that Home Assistant
+    /// drops its entities and no retained topic of it outlives the truth.
+    /// Queued like readings: a buffer that overflows while the broker is away
+    /// may drop some (docs/mqtt.md). On the loop.
+    func forget(address: String) {
+        guard let publisher, !closing else { return }
+        publishDueStates()
+        birds[address] = nil
+        let topics = messages.retainedTopics(of: address)
+        publisher.forgetSticky(Set(topics))
+        for topic in topics { publisher.publish(GatewayMessages.clearing(topic)) }
     }
 
     private func setOnline(_ peripheral: BirdCentral.Peripheral, _ online: Bool) {
@@ -149,6 +169,9 @@ final class MQTTGateway: @unchecked Sendable {
     /// every status, so that a later "online" cannot overtake it.
     private func markOfflineUnlessHeld(_ address: String) {
         guard let publisher, !closing, birds[address]?.online != true else { return }
+        // Remembered (as offline), so that `makeRoom` bounds these too.
+        makeRoom(for: address)
+        if birds[address] == nil { birds[address] = Bird() }
         publisher.publishSticky(messages.birdStatus(address, online: false))
     }
 
