@@ -131,6 +131,20 @@ struct GatewayOptionsTests {
         #expect(anonymous.warnings.isEmpty)
     }
 
+    @Test func theBufferIsBoundedInMessagesAndBytes() throws {
+        let parse = { (extra: [String]) in
+            try GatewayOptions(try Arguments(["--mqtt", "mqtt://h"] + extra, accepting: WatchCommand.command.options), environment: [:])
+        }
+        let defaults = try #require(try parse([]))
+        #expect(defaults.settings.bufferCapacity == 50_000 && defaults.settings.bufferByteCapacity == 16 << 20)
+        let set = try #require(try parse(["--mqtt-buffer", "10", "--mqtt-buffer-bytes", "65536"]))
+        #expect(set.settings.bufferCapacity == 10 && set.settings.bufferByteCapacity == 65536)
+        #expect(throws: UsageError.self) { try parse(["--mqtt-buffer-bytes", "100"]) }
+        #expect(throws: UsageError.self) {
+            try GatewayOptions(try Arguments(["--mqtt-buffer-bytes", "65536"], accepting: WatchCommand.command.options), environment: [:])
+        }
+    }
+
     @Test func noWarningOverTLS() throws {
         let arguments = try Arguments(["--mqtt", "mqtts://broker.lan", "--mqtt-ca", "/etc/hostname"], accepting: WatchCommand.command.options)
         let options = try #require(try GatewayOptions(arguments, environment: ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"]))
