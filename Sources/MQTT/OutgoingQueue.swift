@@ -107,7 +107,7 @@ struct OutgoingQueue {
     /// sticky message first, else the oldest of the FIFO.
     mutating func nextToSend() -> MQTTMessage? {
         guard inFlight < window else { return nil }
-        if let message = nextDueSticky() {
+        if !dueSet.isEmpty, let message = nextDueSticky() {
             inFlight += 1
             return message
         }
@@ -117,15 +117,23 @@ struct OutgoingQueue {
     }
 
     private mutating func nextDueSticky() -> MQTTMessage? {
+        defer {
+            // Nothing due: the list starts again (else it would grow for ever).
+            if dueSet.isEmpty {
+                due.removeAll(keepingCapacity: true)
+                dueHead = 0
+            }
+        }
         while dueHead < due.count {
             let topic = due[dueHead]
             dueHead += 1
             if dueSet.remove(topic) != nil, let message = sticky[topic] { return message }
         }
-        due.removeAll(keepingCapacity: true)
-        dueHead = 0
         return nil
     }
+
+    /// The due list's length, read and skipped entries included (for a test).
+    var dueListLength: Int { due.count }
 
     private mutating func forgetSnapshot(_ message: MQTTMessage?) {
         if let message, message.isSnapshot, waitingSnapshots[message.topic] == headNumber {

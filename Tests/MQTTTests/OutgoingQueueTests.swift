@@ -144,4 +144,14 @@ struct OutgoingQueueTests {
         #expect(queue.nextToSend()?.topic == "b/status" && queue.nextToSend() == nil)
         #expect(queue.stickyMessages.map(\.topic) == ["b/status"])
     }
+
+    @Test func stickyMessagesSetAndSentForeverKeepNothingGrowing() {
+        var queue = OutgoingQueue(capacity: 10, window: 10)
+        for i in 0..<1000 {
+            queue.setSticky(MQTTMessage("b\(i % 3)/status", i % 2 == 0 ? "online" : "offline", retain: true))
+            #expect(queue.nextToSend() != nil)
+            queue.acknowledged()
+        }
+        #expect(queue.dueListLength == 0 && queue.stickyMessages.count == 3 && queue.isSettled)
+    }
 }
