@@ -1,5 +1,6 @@
 import Bird
 import MQTT
+import Sinks
 
 /// The topics and payloads a gateway publishes (README, "MQTT"):
 ///
@@ -27,6 +28,27 @@ struct GatewayMessages {
     }
 
     var statusTopic: String { prefix + "/status" }
+
+    /// What the machine decided to publish, as messages.
+    func render(_ publication: GatewayMachine.Publication, events: ReportFormatter, version: String) -> [MQTTMessage] {
+        switch publication {
+        case .gatewayStatus(let online): return [gatewayStatus(online: online)]
+        case .gatewayDiscovery: return [gatewayDiscovery(version: version)]
+        case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
+        case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
+        case .value(let address, let value): return [self.value(address, value)]
+        case .state(let address, let values): return [state(address, values, time: Timestamp.iso8601())]
+        case .event(let address, let report):
+            let line: String? =
+                if case .badValue(let peripheral, let error) = report { events.badValueLine(peripheral, error) } else { events.eventLine(report) }
+            return line.map { [event(address, $0)] } ?? []
+        case .dropped(let count):
+            var object = events.event("dropped", nil)
+            object.add("messages", .integer(count))
+            return [event(nil, object.rendered)]
+        case .clearing(let address): return retainedTopics(of: address).map(Self.clearing)
+        }
+    }
 
     func gatewayStatus(online: Bool) -> MQTTMessage {
         MQTTMessage(statusTopic, online ? "online" : "offline", retain: true)
