@@ -145,6 +145,14 @@ struct GatewayOptionsTests {
         }
     }
 
+    @Test(arguments: [
+        (BirdctlCLI.ExitStatus.success, true, BirdctlCLI.ExitStatus.success), (.success, false, .mqttFailed), (.interrupted, false, .mqttFailed),
+        (.interrupted, true, .interrupted), (.connectionFailed, false, .connectionFailed), (.mqttFailed, true, .mqttFailed),
+    ])
+    func readingsTheBrokerNeverGotFailTheRunUnlessBluetoothFailedFirst(_ status: BirdctlCLI.ExitStatus, _ delivered: Bool, _ exit: BirdctlCLI.ExitStatus) {
+        #expect(MQTTGateway.exitStatus(status, delivered: delivered) == exit)
+    }
+
     @Test func noWarningOverTLS() throws {
         let arguments = try Arguments(["--mqtt", "mqtts://broker.lan", "--mqtt-ca", "/etc/hostname"], accepting: WatchCommand.command.options)
         let options = try #require(try GatewayOptions(arguments, environment: ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"]))

@@ -21,7 +21,7 @@ struct GatewayForgetTests {
         let arguments = try Arguments(["--mqtt", broker.url(prefix: "gw")], accepting: WatchCommand.command.options)
         let gateway = MQTTGateway(try #require(try GatewayOptions(arguments, environment: [:])), loop: connection.loop)
         try await onLoop(connection.loop) {
-            try gateway.start()
+            gateway.start()
             for bird in [Self.robin, Self.wren] {
                 gateway.handle(.connected(bird))
                 gateway.handle(.reading(bird, .alpha(percent: 80), raw: Array("80".utf8), notified: false))

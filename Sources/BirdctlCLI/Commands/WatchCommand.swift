@@ -1,6 +1,5 @@
 import Bird
 import Glibc
-import MQTT
 
 /// `birdctl watch`: stream one line per reading until stopped.
 enum WatchCommand {
@@ -73,7 +72,6 @@ enum WatchCommand {
         let formatter = session.formatter
         let stdout = session.stdout
         let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
-        let gatewayFailed = GatewayFailure()
         let driver = try common.centralDriver(
             session, BirdFleet(configuration, all: all),
             onReport: { report in
@@ -97,23 +95,13 @@ enum WatchCommand {
                 }
             },
             onFinish: { outcome in
-                let status = gatewayFailed.happened ? ExitStatus.mqttFailed : exitStatus(for: outcome)
-                guard let gateway else { return session.finish(status) }
-                gateway.close { delivered in
-                    // Readings the broker never got are a failure of the run,
-                    // unless Bluetooth failed first (its code says more).
-                    let lost = !delivered && (status == .success || status == .interrupted)
-                    session.finish(lost ? .mqttFailed : status)
-                }
+                guard let gateway else { return session.finish(exitStatus(for: outcome)) }
+                gateway.end(with: exitStatus(for: outcome)) { session.finish($0) }
             })
-        gateway?.onFailure = { error in
-            Diagnostics.error(error.description)
-            gatewayFailed.happened = true
-            driver.stop()
-        }
+        gateway?.onFailure = driver.stop
         return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) {
             driver.start()
-            do throws(MQTTError) { try gateway?.start() } catch { gateway?.onFailure?(error) }
+            gateway?.start()
         }
     }
 
@@ -125,9 +113,4 @@ enum WatchCommand {
         }
         return environment
     }
-}
-
-/// Set on the loop when the MQTT side failed: the exit code is then 11.
-private final class GatewayFailure: @unchecked Sendable {
-    var happened = false
 }

@@ -23,8 +23,10 @@ final class MQTTGateway: @unchecked Sendable {
     /// How long an exit waits for the broker to take more of what is queued.
     static let closeDeadline: Duration = .seconds(3)
 
-    /// Called on the loop when the gateway cannot go on (exit code 11).
-    var onFailure: (@Sendable (MQTTError) -> Void)?
+    /// Called on the loop when the gateway cannot go on: the command stops,
+    /// and `end` makes its exit code 11.
+    var onFailure: (@Sendable () -> Void)?
+    private var failed = false
 
     init(_ options: GatewayOptions, loop: EventLoop) {
         self.options = options
@@ -34,13 +36,18 @@ final class MQTTGateway: @unchecked Sendable {
     }
 
     /// Connects in the background; readings queue until the broker answers.
-    func start() throws(MQTTError) {
+    func start() {
         var settings = options.settings
         // At every connect: what the broker says of our birds' availability,
         // to correct what a gateway that died left (its will covers only
         // PREFIX/status).
         settings.subscriptions = [messages.birdStatusFilter]
-        let publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
+        let publisher: MQTTPublisher
+        do throws(MQTTError) {
+            publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
+        } catch {
+            return fail(error)
+        }
         self.publisher = publisher
         perform(machine.start())
         publisher.start()
@@ -70,6 +77,25 @@ final class MQTTGateway: @unchecked Sendable {
     /// broker retains of it (docs/mqtt.md). For the fleet's `.forgotten`.
     func forget(address: String) {
         perform(machine.forget(address))
+    }
+
+    /// Ends the gateway once the command's Bluetooth side ended with
+    /// `status`; `done` gets the status to exit with (on the loop).
+    func end(with status: ExitStatus, _ done: @escaping @Sendable (ExitStatus) -> Void) {
+        let status = failed ? ExitStatus.mqttFailed : status
+        close { delivered in done(Self.exitStatus(status, delivered: delivered)) }
+    }
+
+    /// Readings the broker never got are a failure of the run (11), unless
+    /// Bluetooth failed first (its code says more).
+    static func exitStatus(_ status: ExitStatus, delivered: Bool) -> ExitStatus {
+        !delivered && (status == .success || status == .interrupted) ? .mqttFailed : status
+    }
+
+    private func fail(_ error: MQTTError) {
+        Diagnostics.error(error.description)
+        failed = true
+        onFailure?()
     }
 
     /// Publishes "offline" for every bird still online and the gateway, then
@@ -143,7 +169,7 @@ final class MQTTGateway: @unchecked Sendable {
             Diagnostics.error("the MQTT buffer was full while the broker was away: dropped the \(count) oldest message(s)")
             loop.execute { [self] in perform(machine.dropped(count)) }
         case .failed(let error):
-            loop.execute { [self] in onFailure?(error) }
+            loop.execute { [self] in fail(error) }
         case .received(let message):
             guard let address = messages.retainedOnline(message) else { return }
             loop.execute { [self] in perform(machine.retainedOnline(address)) }
