@@ -123,6 +123,17 @@ struct MQTTGatewayTests {
         #expect(left.filter { !$0.key.hasPrefix("birdctl-test/") } == others)
     }
 
+    @Test func retireWithoutABrokerIsElevenAndWithBadArgumentsTwo() async throws {
+        let broker = try MosquittoBroker()
+        broker.stop()
+        let unreachable = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
+        #expect(unreachable.status == 11 && unreachable.stderr.contains("cannot reach the MQTT broker"), "\(unreachable.stderr)")
+        for arguments in [["retire"], ["retire", "--mqtt", "mqtt://127.0.0.1/gw", "robin"]] {
+            let usage = try await BirdctlProcess.run(arguments, environment: [:])
+            #expect(usage.status == 2, "\(arguments): \(usage.stderr)")
+        }
+    }
+
     @Test func aBrokerRestartMidStreamLosesNoReading() async throws {
         // QoS 1 both ways and a persistent subscriber session: every reading
         // arrives, in order; a message in flight when the broker went may come
