@@ -44,10 +44,14 @@ public struct GatewayMachine: Sendable {
         case finish(delivered: Bool)
     }
 
-    /// What a reading does: its value goes out; rarely, birds are forgotten first.
-    public struct ReadingActions: Sendable {
-        public var forgetSticky: [String]
-        public var publish: Publication?
+    /// What a reading does: its value goes out (`.value`); rarely, birds are
+    /// forgotten first. No array and no publication in the common case: a
+    /// reading is the hot path.
+    public enum ReadingOutcome: Hashable, Sendable {
+        case publishValue
+        case forgetStickyThenPublishValue([String])
+        /// Not running (not started, or closing).
+        case ignore
     }
 
     public struct Configuration: Sendable {
@@ -104,20 +108,23 @@ public struct GatewayMachine: Sendable {
 
     /// A reading: its value goes out at once and its bird's state is due.
     /// (One dictionary access per reading, no array.)
-    public mutating func reading(_ address: String, _ value: BirdValue) -> ReadingActions {
-        guard isRunning else { return ReadingActions(forgetSticky: [], publish: nil) }
-        let forgotten = makeRoom(for: address)
+    public mutating func reading(_ address: String, _ value: BirdValue) -> ReadingOutcome {
+        guard case .running = phase else { return .ignore }
+        let forgotten = birds.count >= configuration.maximumBirds ? makeRoom(for: address) : []
         if Self.update(&birds[address, default: Bird()], with: value) { stateDue.append(address) }
-        return ReadingActions(forgetSticky: forgotten, publish: .value(address: address, value))
+        return forgotten.isEmpty ? .publishValue : .forgetStickyThenPublishValue(forgotten)
     }
 
     /// Any other report; it goes out after the states of the readings before it.
     public mutating func report(_ report: BirdCentral.Report) -> [Action] {
         guard isRunning else { return [] }
         if case .reading(let peripheral, let value, _, _) = report {
-            let outcome = reading(peripheral.address, value)
-            return (outcome.forgetSticky.isEmpty ? [] : [.forgetSticky(addresses: outcome.forgetSticky)])
-                + (outcome.publish.map { [.publish($0)] } ?? [])
+            let publish = Action.publish(.value(address: peripheral.address, value))
+            switch reading(peripheral.address, value) {
+            case .publishValue: return [publish]
+            case .forgetStickyThenPublishValue(let forgotten): return [.forgetSticky(addresses: forgotten), publish]
+            case .ignore: return []
+            }
         }
         var actions = dueStates()
         switch report {

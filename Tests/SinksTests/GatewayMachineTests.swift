@@ -105,7 +105,8 @@ struct GatewayMachineTests {
         // A reading of a new bird beyond the bound makes room too.
         var full = GatewayMachine.running([robin], maximumBirds: 1)
         _ = full.report(.disconnected(robin))
-        #expect(full.reading(wren.address, .alpha(percent: 1)).forgetSticky == [robin.address])
+        #expect(full.reading(wren.address, .alpha(percent: 1)) == .forgetStickyThenPublishValue([robin.address]))
+        #expect(full.reading(wren.address, .alpha(percent: 2)) == .publishValue)
     }
 
     @Test func closingSaysOfflineThenWaitsWhileTheBrokerMakesProgress() {

@@ -59,10 +59,13 @@ final class MQTTGateway: @unchecked Sendable {
     func handle(_ report: BirdCentral.Report) {
         guard publisher != nil else { return }
         if case .reading(let peripheral, let value, _, _) = report {
-            // The hot path: no action array.
-            let outcome = machine.reading(peripheral.address, value)
-            if !outcome.forgetSticky.isEmpty { perform(.forgetSticky(addresses: outcome.forgetSticky)) }
-            if let publication = outcome.publish { publish(publication) }
+            // The hot path: no action array, no publication.
+            switch machine.reading(peripheral.address, value) {
+            case .publishValue: break
+            case .forgetStickyThenPublishValue(let forgotten): perform(.forgetSticky(addresses: forgotten))
+            case .ignore: return
+            }
+            publisher?.publish(messages.value(peripheral.address, value))
             return
         }
         perform(machine.report(report))
