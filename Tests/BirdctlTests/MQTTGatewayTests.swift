@@ -180,11 +180,12 @@ struct MQTTGatewayTests {
             if line.contains("\"reading\"") { readings += 1 }
         }
         #expect(readings == 2000)
-        let start = ContinuousClock.now
+        // The broker stays stopped: that birdctl exits at all shows it gave up
+        // on it (two 3 s deadlines without progress); how fast is no test's
+        // business on shared cores (an 8 s bound failed at 8.1 s under a load of 11).
         watch.signal(SIGTERM)
-        let status = try await watch.waitForExit(within: .seconds(10))
+        let status = try await watch.waitForExit(within: .seconds(60))
         #expect(status == 11, "readings the broker never took are a failure")
-        #expect(ContinuousClock.now - start < .seconds(8))
         #expect(watch.stderr.contains("did not take"), "\(watch.stderr)")
     }
 
