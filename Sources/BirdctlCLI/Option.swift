@@ -1,3 +1,5 @@
+import MQTT
+
 /// One command-line option, declared once: the parser, `--help`, the man page
 /// and the shell completions all read it from here. A command may word the
 /// help for itself (`explained`), never the name or the value.
@@ -83,6 +85,9 @@ extension Option {
     static let mqttKey = Option("--mqtt-key", value: "FILE", "the client certificate's key (default: in --mqtt-cert)", completion: .file)
     static let mqttBuffer = Option(
         "--mqtt-buffer", value: "N", "messages kept while the broker is away, the oldest dropped beyond (default 50000)")
+    static let mqttBufferBytes = Option(
+        "--mqtt-buffer-bytes", value: "N",
+        "the same bound in bytes, topic + payload + 64 each (default \(MQTTSettings.defaultBufferByteCapacity >> 20) MiB)")
     static let noDiscovery = Option("--no-discovery", "publish no Home Assistant discovery configs")
 
     static let name = Option("--name", value: "NAME", "the name served and advertised (default Robin)")
