@@ -285,6 +285,24 @@ public struct BirdFleet: Sendable {
         on(id) { $0.forgetCompleted(result) }
     }
 
+    /// What of BlueZ's cache the driver loads: the bird asked for by address;
+    /// with `all`, the adapters alone (devices enter as they are heard);
+    /// else everything (the nearest bird is chosen among those BlueZ knows).
+    public var whatToLoad: BlueZClient.Scope {
+        all ? .adapters : configuration.address.map { .device(address: $0) } ?? .everything
+    }
+
+    /// The link's services went unresolved: the link is going (see `BirdCentral.servicesUnresolved`).
+    public mutating func servicesUnresolved(_ device: ObjectPath) -> [Action] {
+        everyMachine { $0.servicesUnresolved(device) }
+    }
+
+    /// Machine `id`'s connect deadline passed while `connectedDevices` were
+    /// connected on `adapter` (see `BirdCentral.connectDeadlinePassed`).
+    public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
+        on(id) { $0.connectDeadlinePassed(connectedDevices: connectedDevices, adapter: adapter) }
+    }
+
     // MARK: Timers and stopping
 
     public mutating func timerFired(_ timer: Timer) -> [Action] {

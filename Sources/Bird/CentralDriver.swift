@@ -45,9 +45,7 @@ public final class CentralDriver: @unchecked Sendable {
     ) {
         // A command about one bird loads only that bird from BlueZ's cache;
         // `--all` loads the adapters, and devices enter as they are heard.
-        let scope: BlueZClient.Scope =
-            fleet.all ? .adapters : fleet.configuration.address.map { .device(address: $0) } ?? .everything
-        core = DriverCore(connection: connection, options: options, scope: scope)
+        core = DriverCore(connection: connection, options: options, scope: fleet.whatToLoad)
         self.person = person
         self.fleet = fleet
         self.onReport = onReport
@@ -110,18 +108,14 @@ public final class CentralDriver: @unchecked Sendable {
                 subscriptions.linkEnded(device.path)
                 apply { $0.deviceDisconnected(device.path) }
             }
-            if changed.contains(.servicesResolved), device.servicesResolved {
-                resolved(device.path)
+            if changed.contains(.servicesResolved) {
+                if device.servicesResolved { resolved(device.path) } else { apply { $0.servicesUnresolved(device.path) } }
             }
             if changed.contains(.paired), device.paired {
                 apply { $0.devicePaired(device.path) }
             }
         case .characteristicRemoved(let path):
-            // A dropping link unresolves its services before the objects go:
-            // that is the disconnect's business, not a changed GATT database.
-            if fleet.currentDevices.contains(where: { path.isDescendant(of: $0) && client.tree.device($0)?.servicesResolved == true }) {
-                apply { $0.characteristicRemoved(path) }
-            }
+            apply { $0.characteristicRemoved(path) }
         case .characteristicAdded(let characteristic):
             // Late GATT objects of a device already marked resolved.
             if let device = client.tree.service(characteristic.service)?.device,
@@ -316,41 +310,24 @@ public final class CentralDriver: @unchecked Sendable {
 
     private func timerFired(_ timer: BirdFleet.Timer) {
         guard !core.isFinished else { return }
-        let actions = fleet.timerFired(timer)
-        guard let adapter = core.adapter, actions.contains(where: { Self.connectTimeout($0) != nil }) else {
-            return actions.forEach(perform)
+        // A connect deadline is told how many links the adapter holds: the
+        // controller may be at its limit (which Linux does not report).
+        guard case .machine(let id, .connect) = timer, fleet.runs(id), let adapter = core.adapter else {
+            return apply { $0.timerFired(timer) }
         }
         connectedDevices(on: adapter.path) { [self] links in
-            actions.forEach { perform(explainingConnectTimeout($0, adapter: adapter.name, links: links)) }
+            apply { $0.connectDeadlinePassed(id, connectedDevices: links, adapter: adapter.name) }
         }
     }
 
-    /// How many devices are connected on an adapter. A focused tree holds
-    /// one device: BlueZ is asked for all (a rare path: a connect deadline).
-    private func connectedDevices(on adapter: ObjectPath, _ body: @escaping @Sendable (Int) -> Void) {
-        guard !client.holdsEveryDevice else { return body(client.tree.devicesInRange(on: adapter).filter(\.connected).count) }
+    /// The devices connected on an adapter. A tree that does not hold every
+    /// device asks BlueZ for all (a rare path: a connect deadline).
+    private func connectedDevices(on adapter: ObjectPath, _ body: @escaping @Sendable ([ObjectPath]) -> Void) {
+        guard !client.holdsEveryDevice else {
+            return body(client.tree.devicesInRange(on: adapter).filter(\.connected).map(\.path))
+        }
         client.perform(.getManagedObjects()) { result in
-            body((try? result.get())?.devicesInRange(on: adapter).filter(\.connected).count ?? 0)
-        }
-    }
-
-    private static func connectTimeout(_ action: BirdFleet.Action) -> CommandFailure? {
-        switch action {
-        case .finish(.failed(let failure)), .report(.gaveUp(let failure)): if case .connectTimeout = failure { failure } else { nil }
-        default: nil
-        }
-    }
-
-    /// A connect deadline that passed while the adapter holds other links
-    /// says so: the controller may be at its limit (which Linux does not
-    /// report to BlueZ).
-    private func explainingConnectTimeout(_ action: BirdFleet.Action, adapter: String, links: Int) -> BirdFleet.Action {
-        guard links > 0, Self.connectTimeout(action) != nil else { return action }
-        let explained = CommandFailure.connectTimeoutWithLinksUp(adapter: adapter, links: links)
-        switch action {
-        case .finish: return .finish(.failed(explained))
-        case .report: return .report(.gaveUp(explained))
-        default: return action
+            body((try? result.get())?.devicesInRange(on: adapter).filter(\.connected).map(\.path) ?? [])
         }
     }
 

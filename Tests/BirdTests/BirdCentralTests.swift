@@ -289,6 +289,18 @@ struct BirdCentralTests {
         #expect(actions.last == .finish(.failed(.connectTimeout)))
     }
 
+    /// The deadline is told which devices are connected: links up besides
+    /// this one say the controller may be at its limit; its own does not count.
+    @Test func aConnectDeadlineWithOtherLinksUpSaysSo() {
+        var m = Machine().connecting()
+        let other: ObjectPath = "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF"
+        #expect(m.central.connectDeadlinePassed(connectedDevices: [other], adapter: "hci0").last
+            == .finish(.failed(.connectTimeoutWithLinksUp(adapter: "hci0", links: 1))))
+        var alone = Machine().resolving()
+        #expect(alone.central.connectDeadlinePassed(connectedDevices: [device], adapter: "hci0").last
+            == .finish(.failed(.connectTimeout)))
+    }
+
     @Test func connectedReportsAndWaitsForServices() {
         var m = Machine().connecting()
         #expect(m.central.connectReplied(.success(())) == [.report(.connected(robin))])
@@ -507,6 +519,15 @@ struct BirdCentralTests {
             == .finish(.failed(.operationFailed("use alpha", BlueZError(.doesNotExist, message: "the alpha characteristic went away")))))
         var other = Machine(.watch(reconnect: true)).streaming()
         #expect(other.central.characteristicRemoved("/org/bluez/hci0/dev_AA/service0001/char0002") == [])
+    }
+
+    /// A dropping link unresolves its services before its objects go: those
+    /// removals are the disconnect's business, not a changed GATT database.
+    @Test func removalsAfterServicesWentUnresolvedAreTheDisconnects() {
+        var m = Machine(.watch(reconnect: true)).streaming()
+        #expect(m.central.servicesUnresolved(device) == [])
+        #expect(m.central.characteristicRemoved(characteristics[.alpha]!) == [])
+        #expect(m.central.deviceDisconnected(device).contains(.report(.disconnected(robin))))
     }
 
     @Test func countStopsTheStreamCleanly() {

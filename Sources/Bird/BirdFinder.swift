@@ -1,0 +1,230 @@
+import BlueZ
+import DBus
+
+/// The first half of a `BirdCentral`: finding its bird — scanning, listening
+/// for the nearest, connecting, retrying — until there is a link (the
+/// `BirdLink` half takes it from there) or the search ends. A value, no I/O:
+/// each event returns a `BirdCentral.Step`. Waiting for Bluetooth is the
+/// central's business; the finder starts once Bluetooth is usable.
+struct BirdFinder: Sendable {
+    typealias Action = BirdCentral.Action
+    typealias Peripheral = BirdCentral.Peripheral
+    typealias Step = BirdCentral.Step
+
+    enum State: Hashable, Sendable {
+        case scanning
+        /// No address asked for: Birds were heard; listening a little longer for a nearer one.
+        case listening(Candidates)
+        case connecting(Peripheral, attempt: Int)
+        case retryWait(Peripheral, attempt: Int)
+    }
+
+    let configuration: BirdCentral.Configuration
+    private(set) var state = State.scanning
+    /// The command had a link before: a failed connection is found again,
+    /// and there is no find deadline (it is for finding a bird at first).
+    let hasConnected: Bool
+    /// Connecting to a bird known from BlueZ's cache without having heard it:
+    /// if that fails, discovery decides (see `deviceKnown`).
+    private var connectingUnheard = false
+    /// BlueZ holds a bond with the bird being connected.
+    private var bonded = false
+
+    /// Scanning starts: discovery on, and (at first) the find deadline.
+    static func start(_ configuration: BirdCentral.Configuration, hasConnected: Bool) -> (BirdFinder, [Action]) {
+        let finder = BirdFinder(configuration: configuration, hasConnected: hasConnected)
+        return (finder, finder.scanningActions)
+    }
+
+    private init(configuration: BirdCentral.Configuration, hasConnected: Bool) {
+        self.configuration = configuration
+        self.hasConnected = hasConnected
+    }
+
+    private var scanningActions: [Action] {
+        var actions: [Action] = [.startScanning]
+        if let timeout = configuration.scanTimeout, !hasConnected { actions.append(.armTimer(.scan, timeout)) }
+        return actions
+    }
+
+    /// Connecting (or waiting to retry): the peripheral.
+    var peripheral: Peripheral? {
+        switch state {
+        case .connecting(let p, _), .retryWait(let p, _): p
+        case .scanning, .listening: nil
+        }
+    }
+
+    // MARK: Discovery
+
+    mutating func deviceSighted(_ sighting: Sighting) -> Step {
+        guard sighting.matches(address: configuration.address, minimumRSSI: configuration.minimumRSSI) else { return .next([]) }
+        switch state {
+        case .scanning:
+            guard configuration.address == nil, let window = configuration.listeningWindow else {
+                let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+                bonded = sighting.bonded
+                return .next(connect(to: peripheral, heardAt: sighting.rssi))
+            }
+            var candidates = Candidates()
+            candidates.add(sighting)
+            state = .listening(candidates)
+            return .next([.cancelTimer(.scan), .armTimer(.listen, window)])
+        case .listening(var candidates):
+            candidates.add(sighting)
+            state = .listening(candidates)
+            return .next([])
+        default:
+            return .next([])
+        }
+    }
+
+    private mutating func connect(to peripheral: Peripheral, heardAt rssi: Int16?) -> [Action] {
+        state = .connecting(peripheral, attempt: 1)
+        return [
+            .cancelTimer(.scan), .stopScanning, .report(.found(peripheral, rssi: rssi)),
+            .armTimer(.connect, configuration.connectTimeout), .connect(peripheral.path),
+        ]
+    }
+
+    /// See `BirdCentral.deviceKnown`.
+    mutating func deviceKnown(_ sighting: Sighting) -> Step {
+        guard state == .scanning, configuration.address != nil, !hasConnected,
+            sighting.matches(address: configuration.address, minimumRSSI: nil)
+        else { return .next([]) }
+        let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+        state = .connecting(peripheral, attempt: 1)
+        bonded = sighting.bonded
+        connectingUnheard = true
+        return .next([
+            .cancelTimer(.scan), .report(.found(peripheral, rssi: nil)),
+            .armTimer(.connect, min(configuration.connectTimeout, BirdCentral.unheardConnectTimeout)), .connect(peripheral.path),
+        ])
+    }
+
+    /// A connection to an unheard cached bird failed: look for it instead.
+    private mutating func discoverInstead(of peripheral: Peripheral) -> Step {
+        connectingUnheard = false
+        state = .scanning
+        return .next(BirdCentral.stopTimers() + [.disconnect(peripheral.path)] + scanningActions)
+    }
+
+    mutating func scanFailed(_ error: BlueZError) -> Step {
+        guard state == .scanning else { return .next([]) }
+        switch error.kind {
+        case .notReady:
+            // The adapter is (being) powered off; its power event decides.
+            return .next([])
+        default:
+            return .finished(.failed(.failed("start discovery", error)), BirdCentral.stopTimers())
+        }
+    }
+
+    // MARK: Connection
+
+    mutating func connectReplied(_ result: Result<Void, BlueZError>) -> Step {
+        guard case .connecting(let peripheral, let attempt) = state else { return .next([]) }
+        switch result {
+        case .success:
+            return .linked(peripheral, bonded: bonded, [])
+        case .failure(let error) where connectingUnheard && error.kind != .permissionDenied:
+            return discoverInstead(of: peripheral)
+        case .failure(let error) where error.isTransient && attempt < configuration.connectAttempts:
+            state = .retryWait(peripheral, attempt: attempt + 1)
+            let delay = configuration.retryBackoff * (1 << (attempt - 1))
+            return .next([.report(.retrying(peripheral, attempt: attempt + 1, error)), .armTimer(.retry, delay)])
+        case .failure(let error):
+            if error.kind == .permissionDenied { return .finished(.failed(.permissionDenied(error)), BirdCentral.stopTimers()) }
+            return ended(failure: .connectFailed(error), BirdCentral.stopTimers())
+        }
+    }
+
+    /// ServicesResolved may come before Connect's reply (cached GATT): the link is up.
+    mutating func servicesResolved(device: ObjectPath) -> Step {
+        guard case .connecting(let peripheral, _) = state, peripheral.path == device else { return .next([]) }
+        return .linked(peripheral, bonded: bonded, [])
+    }
+
+    /// The device object left BlueZ's tree while it was being connected to.
+    /// (A Connected turning false then is Connect's reply's to report.)
+    mutating func deviceRemoved(_ device: ObjectPath) -> Step {
+        guard let peripheral, peripheral.path == device else { return .next([]) }
+        return ended(failure: .connectionLost, BirdCentral.stopTimers())
+    }
+
+    /// No link came of it: a watch that had one looks again, anything else fails.
+    private mutating func ended(failure: CommandFailure, _ actions: [Action]) -> Step {
+        guard configuration.reconnects && hasConnected else { return .finished(.failed(failure), actions) }
+        state = .scanning
+        return .next(actions + scanningActions)
+    }
+
+    // MARK: Timers and stopping
+
+    mutating func timerFired(_ timer: BirdCentral.Timer) -> Step {
+        switch (timer, state) {
+        case (.scan, .scanning):
+            return .finished(.failed(.notFound), [.stopScanning])
+        case (.listen, .listening(let candidates)):
+            let nearest = candidates.nearest
+            bonded = nearest.bonded
+            return .next(connect(to: nearest.peripheral, heardAt: nearest.rssi))
+        case (.retry, .retryWait(let peripheral, let attempt)):
+            state = .connecting(peripheral, attempt: attempt)
+            return .next([.connect(peripheral.path)])
+        case (.connect, .connecting(let peripheral, _)) where connectingUnheard:
+            return discoverInstead(of: peripheral)
+        case (.connect, .connecting(let peripheral, _)), (.connect, .retryWait(let peripheral, _)):
+            let actions = BirdCentral.stopTimers() + [.disconnect(peripheral.path)]
+            return ended(failure: .connectTimeout, actions)
+        default:
+            return .next([])
+        }
+    }
+
+    /// What undoes the search (SIGINT, the end of the command).
+    var stopActions: [Action] {
+        switch state {
+        case .scanning, .listening: [.stopScanning]
+        case .connecting(let p, _), .retryWait(let p, _): [.disconnect(p.path)]
+        }
+    }
+}
+
+/// The Birds heard in the listening window, and how strongly.
+struct Candidates: Hashable, Sendable {
+    struct Candidate: Hashable, Sendable {
+        var peripheral: BirdCentral.Peripheral
+        var rssiTotal = 0
+        var rssiSamples = 0
+        var bonded = false
+        /// The mean of the samples heard in the window; nil without any.
+        var rssi: Int16? { rssiSamples == 0 ? nil : Int16(rssiTotal / rssiSamples) }
+    }
+
+    /// In the order first heard.
+    var heard: [Candidate] = []
+
+    mutating func add(_ sighting: Sighting) {
+        let address = sighting.address.uppercased()
+        var index = heard.firstIndex { $0.peripheral.address.uppercased() == address }
+        if index == nil {
+            heard.append(Candidate(peripheral: BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: nil)))
+            index = heard.count - 1
+        }
+        if let name = sighting.name { heard[index!].peripheral.name = name }
+        heard[index!].bonded = sighting.bonded
+        if let rssi = sighting.rssi {
+            heard[index!].rssiTotal += Int(rssi)
+            heard[index!].rssiSamples += 1
+        }
+    }
+
+    /// The strongest on average; one heard without RSSI only if none had it;
+    /// the first heard of equals.
+    var nearest: Candidate {
+        heard.enumerated().max { a, b in
+            (a.element.rssi ?? Int16.min, -a.offset) < (b.element.rssi ?? Int16.min, -b.offset)
+        }!.element
+    }
+}
