@@ -16,6 +16,8 @@ public struct BirdCentral: Sendable {
         case waitingForBluetooth
         case finding(BirdFinder)
         case onLink(BirdLink)
+        /// A polled bird between polls (disconnected), until the `poll` timer.
+        case resting(Peripheral)
         /// `birdctl unpair`: BlueZ is forgetting the device.
         case forgetting
         case finished
@@ -29,6 +31,8 @@ public struct BirdCentral: Sendable {
         case linked(Peripheral, bonded: Bool, [Action])
         /// The link is gone and the bird is to be found again.
         case findAgain([Action])
+        /// A polled bird was read: it rests until its next poll.
+        case rest(Peripheral, [Action])
         /// The session is over (the `finish` action follows these).
         case finished(CommandOutcome, [Action])
     }
@@ -44,6 +48,16 @@ public struct BirdCentral: Sendable {
         self.configuration = configuration
     }
 
+    /// A bird polled from now on that was held until now (its link being
+    /// undone): it rests, then polls (`configuration.pollInterval`).
+    public static func polling(_ configuration: Configuration, _ peripheral: Peripheral) -> (BirdCentral, [Action]) {
+        var central = BirdCentral(configuration)
+        central.wasReady = true
+        central.hasConnected = true
+        central.phase = .resting(peripheral)
+        return (central, [.armTimer(.poll, configuration.pollInterval ?? .zero)])
+    }
+
     public var isFinished: Bool { if case .finished = phase { true } else { false } }
 
     /// Connecting to its bird (or waiting to retry): no link yet.
@@ -56,7 +70,7 @@ public struct BirdCentral: Sendable {
         switch phase {
         case .finding(let finder): finder.peripheral?.path
         case .onLink(let link): link.peripheral.path
-        case .waitingForBluetooth, .forgetting, .finished: nil
+        case .waitingForBluetooth, .resting, .forgetting, .finished: nil
         }
     }
 
@@ -285,6 +299,11 @@ public struct BirdCentral: Sendable {
         switch (timer, phase) {
         case (.duration, .finished): return []
         case (.duration, _): return stop(outcome: .success)
+        case (.poll, .resting(let peripheral)):
+            // Straight to the bird BlueZ knows; if that fails, discovery decides.
+            let (finder, actions) = BirdFinder.poll(configuration, peripheral)
+            phase = .finding(finder)
+            return actions
         case (_, .finding): return withFinder { $0.timerFired(timer) }
         case (_, .onLink): return withLink { $0.timerFired(timer) }
         default: return []
@@ -301,7 +320,7 @@ public struct BirdCentral: Sendable {
         var actions = Self.stopTimers(includingDuration: true)
         switch phase {
         case .finished: return []
-        case .waitingForBluetooth, .forgetting: break
+        case .waitingForBluetooth, .resting, .forgetting: break
         case .finding(let finder): actions += finder.stopActions
         case .onLink(let link): actions += link.stopActions
         }
@@ -342,6 +361,9 @@ public struct BirdCentral: Sendable {
             return actions + started
         case .findAgain(let actions):
             return actions + beginFinding()
+        case .rest(let peripheral, let actions):
+            phase = .resting(peripheral)
+            return counted(actions) + [.armTimer(.poll, configuration.pollInterval ?? .zero)]
         case .finished(let outcome, let actions):
             return finish(outcome, after: actions)
         }
@@ -375,7 +397,7 @@ public struct BirdCentral: Sendable {
     static func stopTimers(includingDuration: Bool = false) -> [Action] {
         var timers: [Action] = [
             .cancelTimer(.scan), .cancelTimer(.listen), .cancelTimer(.connect), .cancelTimer(.retry), .cancelTimer(.services),
-            .cancelTimer(.pairing),
+            .cancelTimer(.pairing), .cancelTimer(.poll),
         ]
         if includingDuration { timers.append(.cancelTimer(.duration)) }
         return timers

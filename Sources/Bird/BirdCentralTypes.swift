@@ -49,6 +49,10 @@ extension BirdCentral {
         public var listeningWindow: Duration?
         /// How the driver subscribes (the machine only asks it to).
         public var notifyMethod: NotifyMethod
+        /// Watching: poll the bird instead of holding a link — connect, read
+        /// the fields, disconnect, and again this long after. Nil: hold the
+        /// link and stream its notifications.
+        public var pollInterval: Duration?
 
         public init(
             mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
@@ -75,6 +79,8 @@ extension BirdCentral {
         }
 
         var isWatch: Bool { if case .watch = mode { true } else { false } }
+        /// A watch that polls its bird (see `pollInterval`).
+        var polls: Bool { isWatch && pollInterval != nil }
         var reconnects: Bool { mode == .watch(reconnect: true) }
     }
 
@@ -86,6 +92,8 @@ extension BirdCentral {
         case services
         /// A pairing's own deadline (Pair may never be answered).
         case pairing
+        /// A polled bird rests between polls.
+        case poll
     }
 
     /// What the driver must do, in order.
@@ -133,6 +141,12 @@ extension BirdCentral {
         /// `watch --all`: the bird at this address was neither heard nor
         /// connected for the fleet's `forgetAfter`: nothing of it is kept.
         case forgotten(address: String)
+        /// `watch --all`: how many links the adapter holds and how many it can
+        /// (given, or learned from a connection that never came while the others were up).
+        case links(adapter: String, used: Int, limit: Int, learned: Bool)
+        /// `watch --all`: the bird is polled from now on (connect, read, disconnect
+        /// every interval), to share the adapter's last link with others.
+        case polled(Peripheral)
     }
 
     public struct Peripheral: Hashable, Sendable {

@@ -36,6 +36,15 @@ struct BirdFinder: Sendable {
         return (finder, finder.scanningActions)
     }
 
+    /// A polled bird's next poll: connect straight to it (BlueZ knows it);
+    /// if that fails, look for it.
+    static func poll(_ configuration: BirdCentral.Configuration, _ peripheral: Peripheral) -> (BirdFinder, [Action]) {
+        var finder = BirdFinder(configuration: configuration, hasConnected: true)
+        finder.state = .connecting(peripheral, attempt: 1)
+        finder.connectingUnheard = true
+        return (finder, [.armTimer(.connect, configuration.connectTimeout), .connect(peripheral.path)])
+    }
+
     private init(configuration: BirdCentral.Configuration, hasConnected: Bool) {
         self.configuration = configuration
         self.hasConnected = hasConnected

@@ -16,6 +16,8 @@ public struct BirdFleet: Sendable {
         case machine(MachineID, BirdCentral.Timer)
         /// `--all`: one tick of the clock that forgets unheard birds (`forgetAfter`).
         case forgetTick
+        /// `--all`: the gap after a connection attempt (see `LinkScheduler`).
+        case connectGap
     }
 
     /// How long a bird neither heard nor connected is remembered by default:
@@ -62,32 +64,45 @@ public struct BirdFleet: Sendable {
     /// pairing without being named is ignored for this long. Nil: never.
     public let forgetAfter: Duration?
     /// The machines, in the order they were started (few: one per Bird in range).
-    private var machines: [(id: MachineID, central: BirdCentral)] = []
+    var machines: [(id: MachineID, central: BirdCentral)] = []
     /// `all`: each machine's bird (address, upper case), and when it was last heard (in ticks).
-    private var byAddress: [String: MachineID] = [:]
-    private var lastHeard: [MachineID: Int] = [:]
+    var byAddress: [String: MachineID] = [:]
+    var lastHeard: [MachineID: Int] = [:]
     /// `all`: birds that asked for pairing without being named, and the tick
     /// they did: not connected to again until forgotten (a stranger would
     /// otherwise be connected to, and refused, every time it is heard).
-    private var declined: [String: Int] = [:]
-    private var tick = 0
+    var declined: [String: Int] = [:]
+    var tick = 0
     /// `all`: birds heard while another was being connected to, in the order heard.
-    private var waiting: [Sighting] = []
-    private var nextID: MachineID = 0
-    private var adapter: AdapterChoice?
-    private var outcome: CommandOutcome?
+    var waiting: [Sighting] = []
+    /// `all`: the last sighting of each machine's bird.
+    var sightings: [MachineID: Sighting] = [:]
+    /// `all`: devices with a link up, from Connect's success to Connected
+    /// turning false — also while a link we undo is still going down
+    /// (bluetoothd holds a Disconnect for 2 s): the scheduler counts them.
+    var linked: Set<ObjectPath> = []
+    var nextID: MachineID = 0
+    var adapter: AdapterChoice?
+    var outcome: CommandOutcome?
     /// `--all`: discovery is on for the fleet; `everReady`: it was at least once.
-    private var discovering = false
-    private var everReady = false
+    var discovering = false
+    var everReady = false
     private var readings = 0
     /// Machines whose first scan looked in BlueZ's cache.
     private var lookedUp: Set<MachineID> = []
 
-    public init(_ configuration: BirdCentral.Configuration, all: Bool = false, forgetAfter: Duration? = nil) {
+    /// `all`: who gets a link, and when.
+    var scheduler: LinkScheduler?
+
+    /// `seed`: for the random part of the gaps between connection attempts.
+    public init(
+        _ configuration: BirdCentral.Configuration, all: Bool = false, forgetAfter: Duration? = nil,
+        links: LinkPolicy = LinkPolicy(), seed: UInt64 = 0
+    ) {
         self.configuration = configuration
         self.all = all
         self.forgetAfter = all ? forgetAfter : nil
-        if !all { add(configuration) }
+        if all { scheduler = LinkScheduler(links, seed: seed) } else { add(configuration) }
     }
 
     /// How many birds the fleet holds state for (machines, declined and waiting birds).
@@ -117,6 +132,7 @@ public struct BirdFleet: Sendable {
         guard outcome == nil else { return [] }
         adapter = nil
         discovering = false
+        linked.removeAll()
         waiting.removeAll()
         let actions = everyMachine { $0.bluetoothUnavailable(error) }
         if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
@@ -127,6 +143,7 @@ public struct BirdFleet: Sendable {
         self.adapter = adapter
         discovering = false
         waiting.removeAll()
+        linked.removeAll()
         return everyMachine { $0.adapterPowered(false, adapter: adapter) }
     }
 
@@ -134,6 +151,7 @@ public struct BirdFleet: Sendable {
         adapter = nil
         discovering = false
         waiting.removeAll()
+        linked.removeAll()
         return everyMachine { $0.adapterRemoved(name: name) }
     }
 
@@ -151,6 +169,7 @@ public struct BirdFleet: Sendable {
         guard !discovering else { return [] }
         discovering = true
         var actions: [Action] = [.startScanning(nil, lookUpKnown: nil)]
+        actions += everReady ? linksRestarting() : givenLimit
         if !everReady {
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
@@ -172,6 +191,7 @@ public struct BirdFleet: Sendable {
         let address = sighting.address.uppercased()
         if let id = byAddress[address] {
             lastHeard[id] = tick
+            sightings[id] = sighting
             return on(id) { $0.deviceSighted(sighting) }
         }
         guard discovering, declined[address] == nil else { return [] }
@@ -195,20 +215,29 @@ public struct BirdFleet: Sendable {
     public static let waitingLimit = 64
 
     /// `all`: a machine for the bird heard, started at once.
-    private mutating func follow(_ sighting: Sighting) -> [Action] {
+    mutating func follow(_ sighting: Sighting) -> [Action] {
         let address = sighting.address.uppercased()
-        var perBird = configuration
-        perBird.address = sighting.address
-        perBird.scanTimeout = nil
-        perBird.maximumReadings = nil
-        perBird.duration = nil
-        let id = add(perBird)
+        let id = add(perBird(sighting.address))
         byAddress[address] = id
         lastHeard[id] = tick
+        sightings[id] = sighting
         // One event: the machine is connecting by the time the line is looked at again.
         return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
             $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
         }
+    }
+
+    /// A machine's configuration for one bird of `all`: held or polled as the scheduler says.
+    func perBird(_ address: String, polled: Bool? = nil) -> BirdCentral.Configuration {
+        var perBird = configuration
+        perBird.address = address
+        perBird.scanTimeout = nil
+        perBird.maximumReadings = nil
+        perBird.duration = nil
+        if let scheduler, polled ?? scheduler.polls(address, heldBirds: heldBirds) {
+            perBird.pollInterval = scheduler.policy.pollInterval
+        }
+        return perBird
     }
 
     /// The bird machine `id` asked for is in BlueZ's cache (`lookUpKnown`).
@@ -217,15 +246,18 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
-        everyMachine { $0.deviceDisconnected(device) }
+        if scheduler != nil { linked.remove(device) }
+        return everyMachine { $0.deviceDisconnected(device) }
     }
 
     public mutating func deviceRemoved(_ device: ObjectPath) -> [Action] {
-        everyMachine { $0.deviceRemoved(device) }
+        if scheduler != nil { linked.remove(device) }
+        return everyMachine { $0.deviceRemoved(device) }
     }
 
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
-        everyMachine { $0.servicesResolved(device: device, characteristics: characteristics) }
+        if scheduler != nil, currentDevices.contains(device) { linked.insert(device) }
+        return everyMachine { $0.servicesResolved(device: device, characteristics: characteristics) }
     }
 
     /// A characteristic went away while its device's services stayed resolved.
@@ -249,7 +281,10 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
-        on(id) { $0.connectReplied(result) }
+        if scheduler != nil, case .success = result, let device = machines.first(where: { $0.id == id })?.central.currentDevice {
+            linked.insert(device)
+        }
+        return on(id) { $0.connectReplied(result) }
     }
 
     public mutating func readCompleted(_ id: MachineID, _ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
@@ -317,6 +352,9 @@ public struct BirdFleet: Sendable {
             return []
         case .forgetTick:
             return forgetUnheard()
+        case .connectGap:
+            scheduler?.gapPassed()
+            return grantConnects()
         }
     }
 
@@ -350,29 +388,35 @@ public struct BirdFleet: Sendable {
     // MARK: Machines
 
     @discardableResult
-    private mutating func add(_ configuration: BirdCentral.Configuration) -> MachineID {
+    mutating func add(_ configuration: BirdCentral.Configuration) -> MachineID {
+        add(BirdCentral(configuration))
+    }
+
+    mutating func add(_ central: BirdCentral) -> MachineID {
         let id = nextID
         nextID += 1
-        machines.append((id, BirdCentral(configuration)))
+        machines.append((id, central))
         return id
     }
 
     /// Forgets a machine (with `all`).
-    private mutating func drop(_ id: MachineID) {
+    mutating func drop(_ id: MachineID) {
+        scheduler?.withdraw(id)
         machines.removeAll { $0.id == id }
         lastHeard[id] = nil
+        sightings[id] = nil
         if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
     }
 
     /// Runs an event on one machine; its actions, translated.
-    private mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
+    mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
         guard outcome == nil, let index = machines.firstIndex(where: { $0.id == id }) else { return [] }
         let actions = translate(event(&machines[index].central), from: id)
-        return waiting.isEmpty ? actions : actions + admitWaiting()
+        return afterEvent(actions)
     }
 
     /// `all`: once no machine is connecting, the next bird waiting gets one.
-    private mutating func admitWaiting() -> [Action] {
+    mutating func admitWaiting() -> [Action] {
         var actions: [Action] = []
         while outcome == nil, discovering, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
             let sighting = waiting.removeFirst()
@@ -398,18 +442,24 @@ public struct BirdFleet: Sendable {
             // A machine that finished (with `all`) has left the list.
             if index < machines.count, machines[index].id == id { index += 1 }
         }
-        return waiting.isEmpty ? actions : actions + admitWaiting()
+        return afterEvent(actions)
     }
 
     /// A machine's actions as the fleet's: tagged with the machine, discovery
     /// left to the fleet with `all`, and a machine's end the command's end
     /// only without `all`.
-    private mutating func translate(_ own: [BirdCentral.Action], from id: MachineID) -> [Action] {
+    mutating func translate(_ own: [BirdCentral.Action], from id: MachineID) -> [Action] {
         var actions: [Action] = []
         actions.reserveCapacity(own.count)
         var enough = false
+        var connecting: (device: ObjectPath, actions: [Action])?
         for action in own {
             switch action {
+            // `all`: a connection attempt waits for the scheduler's gate.
+            case .connect(let device) where scheduler != nil:
+                connecting = (device, (connecting?.actions ?? []) + [.connect(id, device)])
+            case .armTimer(.connect, let delay) where scheduler != nil:
+                connecting = (connecting?.device ?? "/", (connecting?.actions ?? []) + [.armTimer(.machine(id, .connect), delay)])
             case .startScanning:
                 actions.append(.startScanning(id, lookUpKnown: all ? nil : firstLookUp(for: id)))
             case .stopScanning:
@@ -438,14 +488,24 @@ public struct BirdFleet: Sendable {
                     continue
                 }
                 // One bird lost is not the end of the fleet: forget it so it can be found again.
+                let sighting = sightings[id]
                 drop(id)
                 if case .failed(let failure) = result {
                     if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
                         declined[bird.address.uppercased()] = tick
                     }
                     actions.append(.report(.gaveUp(failure)))
+                    if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
+                        actions += learnedLimit(links, adapter: adapter)
+                    }
+                    tryAgainLater(sighting, after: failure)
                 }
             }
+        }
+        if let connecting, connecting.actions.contains(where: { if case .connect = $0 { true } else { false } }) {
+            scheduler?.request(id, device: connecting.device, connecting.actions)
+        } else if let connecting {
+            actions += connecting.actions  // a deadline re-armed without a Connect
         }
         // After this machine's actions, not in the middle of them.
         return enough ? actions + finishAll(.success) : actions
@@ -471,6 +531,7 @@ public struct BirdFleet: Sendable {
         }
         machines.removeAll()
         waiting.removeAll()
+        sightings.removeAll()
         byAddress.removeAll()
         lastHeard.removeAll()
         outcome = result

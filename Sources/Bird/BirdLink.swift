@@ -44,6 +44,8 @@ struct BirdLink: Sendable {
 
     let configuration: BirdCentral.Configuration
     private(set) var state: State
+    /// A watch that holds the link and streams (not one that polls).
+    private var streams: Bool { configuration.isWatch && !configuration.polls }
     /// BlueZ holds a bond with the bird: one the user paired with before,
     /// which may pair again.
     private var bonded: Bool
@@ -107,7 +109,7 @@ struct BirdLink: Sendable {
             state = .writing(link)
             return .next(actions + [.write(value.field, characteristics[value.field]!, BirdCodec.encode(value))])
         }
-        if configuration.isWatch { return .next(actions + beginSubscribing(link)) }
+        if streams { return .next(actions + beginSubscribing(link)) }
         return .next(actions + beginReading(link))
     }
 
@@ -132,7 +134,7 @@ struct BirdLink: Sendable {
         let link: Link
         let subscribed: Bool
         switch state {
-        case .reading(let l, _): (link, subscribed) = (l, configuration.isWatch)
+        case .reading(let l, _): (link, subscribed) = (l, streams)
         case .writing(let l): (link, subscribed) = (l, false)
         case .subscribing(let l, _), .streaming(let l): (link, subscribed) = (l, true)
         default: return .next([])
@@ -185,7 +187,7 @@ struct BirdLink: Sendable {
                 if pairedOnThisLink { .pairingFailed(error) }
                 else if configuration.pairs { .pairingNotNamed(link.peripheral, error) }
                 else { .pairingRequired(error) }
-            return .finished(.failed(failure), BirdCentral.stopTimers() + cleanUp(link, subscribed: configuration.isWatch))
+            return .finished(.failed(failure), BirdCentral.stopTimers() + cleanUp(link, subscribed: streams))
         }
         return .next(beginPairing(link.peripheral, then: next))
     }
@@ -266,6 +268,7 @@ struct BirdLink: Sendable {
         guard configuration.isWatch else {
             return .finished(anyBadValue ? .badValue : .success, actions + [.disconnect(link.peripheral.path)])
         }
+        if configuration.polls { return .rest(link.peripheral, actions + [.disconnect(link.peripheral.path)]) }
         state = .streaming(link)
         return .next(actions)
     }
@@ -298,7 +301,7 @@ struct BirdLink: Sendable {
         let unread: Set<BirdField>
         switch state {
         case .streaming(let l): (link, unread) = (l, [])
-        case .reading(let l, let pending) where configuration.isWatch: (link, unread) = (l, pending)
+        case .reading(let l, let pending) where streams: (link, unread) = (l, pending)
         default: return .next([])
         }
         guard let field = link.field(of: characteristic) else { return .next([]) }
@@ -356,7 +359,7 @@ struct BirdLink: Sendable {
         switch state {
         case .resolving(let p): [.disconnect(p.path)]
         case .pairing(let p, _): [.cancelPairing(p.path), .disconnect(p.path)]
-        case .reading(let link, _): cleanUp(link, subscribed: configuration.isWatch)
+        case .reading(let link, _): cleanUp(link, subscribed: streams)
         case .writing(let link): cleanUp(link, subscribed: false)
         case .subscribing(let link, _), .streaming(let link): cleanUp(link, subscribed: true)
         }

@@ -89,6 +89,19 @@ struct Arguments {
         try seconds(.pairTimeout, default: .seconds(30), zeroMeansNone: false) ?? .seconds(30)
     }
 
+    /// A comma-separated list of addresses (upper case).
+    func addresses(_ option: Option) throws(UsageError) -> Set<String> {
+        guard let list = value(option) else { return [] }
+        var addresses: Set<String> = []
+        for address in list.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {
+            guard Arguments.isAddress(address) else {
+                throw UsageError("\(option.name) expects addresses like AA:BB:CC:DD:EE:FF, separated by commas; got '\(address)'")
+            }
+            addresses.insert(address.uppercased())
+        }
+        return addresses
+    }
+
     func integer(_ option: Option, range: ClosedRange<Int>) throws(UsageError) -> Int? {
         guard let text = value(option) else { return nil }
         guard let value = Int(text), range.contains(value) else {

@@ -61,6 +61,17 @@ extension Option {
         "birds that may be paired (bonded) with when they ask; besides these, only the ADDRESS given and birds "
             + "already bonded are (default: none, so --all never bonds with a stranger)")
     static let pairTimeout = Option("--pair-timeout", value: "S", "deadline to pair, a person's answer included (default 30 s)")
+    static let hold = Option(
+        "--hold", value: "ADDRESS[,ADDRESS...]", "with --all: birds always held (a link kept, notifications streamed)")
+    static let poll = Option(
+        "--poll", value: "ADDRESS[,ADDRESS...]", "with --all: birds always polled (connect, read, disconnect, every --poll-interval)")
+    static let policy = Option(
+        "--policy", value: "auto|held|polled",
+        "with --all, the other birds: auto (default): held while the adapter has links for all, then one link "
+            + "is kept for the rest, which are polled; held; polled")
+    static let pollInterval = Option("--poll-interval", value: "S", "with --all: seconds between polls of a polled bird (default 60)")
+    static let links = Option(
+        "--links", value: "N", "with --all: the adapter's link limit, never exceeded (default: learned from a connection that never comes)")
     static let count = Option("--count", value: "N", "stop after N readings")
     static let duration = Option("--duration", value: "S", "stop after S seconds")
     static let all = Option("--all", "follow every Bird in range; every line carries the address")

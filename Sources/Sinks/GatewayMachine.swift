@@ -136,9 +136,9 @@ public struct GatewayMachine: Sendable {
             actions += setOnline(peripheral, false)
             actions.append(.publish(.event(address: peripheral.address, report)))
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
-            .paired(let p):
+            .paired(let p), .polled(let p):
             actions.append(.publish(.event(address: p.address, report)))
-        case .gaveUp, .waiting:
+        case .gaveUp, .waiting, .links:
             actions.append(.publish(.event(address: nil, report)))
         case .forgotten(let address):
             // The fleet no longer hears it: nothing of it stays on the broker

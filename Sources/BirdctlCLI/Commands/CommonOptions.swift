@@ -31,16 +31,8 @@ struct CommonOptions {
         pairs = !arguments.has(.noPair)
         confirmPairing = arguments.has(.confirmPairing)
         if confirmPairing && !pairs { throw UsageError("--confirm-pairing and --no-pair contradict each other") }
-        pairsWith = []
-        if let list = arguments.value(.pairWith) {
-            if !pairs { throw UsageError("--pair-with and --no-pair contradict each other") }
-            for address in list.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {
-                guard Arguments.isAddress(address) else {
-                    throw UsageError("--pair-with expects addresses like AA:BB:CC:DD:EE:FF, separated by commas; got '\(address)'")
-                }
-                pairsWith.insert(address.uppercased())
-            }
-        }
+        pairsWith = try arguments.addresses(.pairWith)
+        if !pairsWith.isEmpty && !pairs { throw UsageError("--pair-with and --no-pair contradict each other") }
     }
 
     var adapterOptions: AdapterOptions {

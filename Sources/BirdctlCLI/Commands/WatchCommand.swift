@@ -40,7 +40,7 @@ enum WatchCommand {
             progress).
             """,
         options: [
-            .all, .forgetAfter, .count, .duration, .noReconnect, .notifyMethod,
+            .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .count, .duration, .noReconnect, .notifyMethod,
             .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .noDiscovery, .quiet, .help,
@@ -76,7 +76,9 @@ enum WatchCommand {
         let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
         let ending = WatchEnding(session: session, gateway: gateway)
         let driver = try common.centralDriver(
-            session, BirdFleet(configuration, all: all, forgetAfter: common.forgetAfter),
+            session, BirdFleet(
+                configuration, all: all, forgetAfter: common.forgetAfter, links: try linkPolicy(arguments),
+                seed: UInt64.random(in: .min ... .max)),
             onReport: { report in
                 // The command is ending: what comes now (a notification socket's
                 // last datagrams, calls failing) is neither printed nor published.
@@ -114,6 +116,28 @@ enum WatchCommand {
             driver.start()
             gateway?.start()
         }
+    }
+
+    /// `--all`'s held and polled birds and the link limit.
+    static func linkPolicy(_ arguments: Arguments) throws(UsageError) -> LinkPolicy {
+        let options: [Option] = [.hold, .poll, .policy, .pollInterval, .links]
+        if !arguments.has(.all), let given = options.first(where: { arguments.value($0) != nil }) {
+            throw UsageError("\(given.name) goes with --all")
+        }
+        var policy = LinkPolicy()
+        policy.hold = try arguments.addresses(.hold)
+        policy.poll = try arguments.addresses(.poll)
+        if let both = policy.hold.intersection(policy.poll).first { throw UsageError("\(both) is both held and polled") }
+        if let text = arguments.value(.policy) {
+            guard let choice = LinkPolicy.Default(rawValue: text) else {
+                throw UsageError("--policy expects one of \(LinkPolicy.Default.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            }
+            policy.otherBirds = choice
+        }
+        policy.pollInterval = try arguments.seconds(.pollInterval, default: LinkPolicy.defaultPollInterval, zeroMeansNone: false)
+            ?? LinkPolicy.defaultPollInterval
+        policy.links = try arguments.integer(.links, range: 1...64)
+        return policy
     }
 
     /// The credentials' variables, if set.

@@ -135,6 +135,15 @@ struct ReportFormatter {
             var object = event("forgotten", nil)
             object.add("address", address)
             return object.rendered
+        case .links(let adapter, let used, let limit, let learned):
+            var object = event("links", nil)
+            object.add("adapter", adapter)
+            object.add("used", .integer(used))
+            object.add("limit", .integer(limit))
+            object.add("limit_learned", .bool(learned))
+            return object.rendered
+        case .polled(let p):
+            return event("polled", p).rendered
         case .pairing(let p):
             return event("pairing", p).rendered
         case .paired(let p):
@@ -155,6 +164,9 @@ struct ReportFormatter {
         case .gaveUp(let failure): failure.message
         case .waiting(let message): message
         case .forgotten(let address): "forgot \(address): not heard for a while"
+        case .links(let adapter, let used, let limit, let learned):
+            "\(adapter) holds \(used) of at most \(limit) links" + (learned ? " (the limit learned from a connection that never came)" : "")
+        case .polled(let p): "polling \(label(p)) from now on, to share the last link"
         case .pairing(let p): "pairing with \(label(p))"
         case .paired(let p): "paired with \(label(p))"
         case .reading, .badValue: nil

@@ -1,0 +1,90 @@
+import BlueZ
+import DBus
+
+/// `watch --all` and the adapter's links: the fleet's side of `LinkScheduler`.
+extension BirdFleet {
+    /// Birds held (not polled) by the machines.
+    var heldBirds: Int { machines.count { $0.central.configuration.pollInterval == nil } }
+
+    /// Links up (or still going down), and those being made: machines
+    /// connecting, but not those whose Connect still waits at the gate.
+    public var linksUp: Int {
+        linked.count + machines.count {
+            $0.central.isFinding && !linked.contains($0.central.currentDevice ?? "/") && !(scheduler?.isWaiting($0.id) ?? false)
+        }
+    }
+
+    /// A bird whose connection never came while the controller was at its
+    /// limit is in range still: another chance, in line, without waiting to
+    /// hear it again (BlueZ reports an unchanged bird's RSSI only when it
+    /// moves by 8 dB). Other failures wait until the bird is heard again.
+    mutating func tryAgainLater(_ sighting: Sighting?, after failure: CommandFailure) {
+        guard case .connectTimeoutWithLinksUp = failure else { return }
+        guard let sighting, waiting.count < Self.waitingLimit else { return }
+        waiting.append(sighting)
+    }
+
+    /// After each event: the next bird in line gets a machine, and the next
+    /// connection attempt goes through the gate if it may.
+    mutating func afterEvent(_ actions: [Action]) -> [Action] {
+        guard !waiting.isEmpty || scheduler?.isWaiting == true else { return actions }
+        return actions + admitWaiting() + grantConnects()
+    }
+
+    /// The next connection attempt, if a link is free and the gap has passed.
+    mutating func grantConnects() -> [Action] {
+        guard outcome == nil, var scheduler else { return [] }
+        let machines = machines
+        let granted = scheduler.grant(linksUp: linksUp) { id, device in
+            machines.first { $0.id == id }.map { $0.central.isFinding && $0.central.currentDevice == device } ?? false
+        }
+        self.scheduler = scheduler
+        return granted
+    }
+
+    /// Bluetooth is back after an outage: the first attempt waits a random gap.
+    mutating func linksRestarting() -> [Action] {
+        scheduler?.restarting() ?? []
+    }
+
+    /// The limit the user gave, said once Bluetooth is ready.
+    var givenLimit: [Action] {
+        guard let scheduler, let limit = scheduler.policy.links, let adapter else { return [] }
+        return [.report(.links(adapter: adapter.name, used: linksUp, limit: limit, learned: false))]
+    }
+
+    /// A connection never came while `links` others were up on `adapter`:
+    /// that is its limit. Said once; and with the automatic policy, if every
+    /// link is held, the newest bird held by choice is polled from now on, so
+    /// that one link is shared by the birds beyond the limit.
+    mutating func learnedLimit(_ links: Int, adapter: String) -> [Action] {
+        guard var scheduler, scheduler.learnLimit(links) else { return [] }
+        self.scheduler = scheduler
+        var actions: [Action] = [.report(.links(adapter: adapter, used: linksUp, limit: links, learned: true))]
+        guard heldBirds >= links,
+            let newest = machines.last(where: {
+                $0.central.configuration.pollInterval == nil && scheduler.holdsByChoice($0.central.configuration.address ?? "")
+            })
+        else { return actions }
+        actions += pollFromNow(newest.id)
+        return actions
+    }
+
+    /// Machine `id`'s bird is polled from now on: its link is undone and a
+    /// polling machine takes its place (it connects when the bird is heard).
+    private mutating func pollFromNow(_ id: MachineID) -> [Action] {
+        guard let index = machines.firstIndex(where: { $0.id == id }), let address = machines[index].central.configuration.address
+        else { return [] }
+        var stopped = machines[index].central
+        guard let device = stopped.currentDevice else { return [] }
+        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
+        let undo = translate(stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }, from: id)
+        let heard = (lastHeard[id], sightings[id])
+        drop(id)
+        let (polling, resting) = BirdCentral.polling(perBird(address, polled: true), peripheral)
+        let replacement = add(polling)
+        byAddress[address.uppercased()] = replacement
+        (lastHeard[replacement], sightings[replacement]) = (heard.0 ?? tick, heard.1)
+        return undo + [.report(.polled(peripheral))] + translate(resting, from: replacement)
+    }
+}

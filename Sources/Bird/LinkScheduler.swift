@@ -1,0 +1,169 @@
+import BlueZ
+import DBus
+
+/// Who gets one of the adapter's few links, and when (`watch --all`). A
+/// controller holds few LE links (about 5 on CSR dongles, 7 on Broadcom, 3
+/// on an ESP32 proxy) and Linux 6.1 does not even report the refusal: a
+/// Connect past the limit never completes. So each bird is either *held* (a
+/// link kept, notifications streamed) or *polled* (connect, read, disconnect,
+/// every `pollInterval`), connection attempts go one at a time through a gate
+/// with a random gap after each (no storm after bluetoothd or the adapter
+/// comes back), and the gate never lets more links up than the limit once it
+/// is known: given (`--links`), or learned from a connection that never came
+/// while k links were up (the limit is then k).
+///
+/// Guarantees (see docs/scheduling.md): a held bird is never dropped for a
+/// polled one; polled birds take the free links in turn (first come, first
+/// served), so each gets a reading at least every `pollInterval` + (polled
+/// birds ÷ free links) × the connect deadline; with the automatic policy one
+/// link is kept for polling once birds outnumber links, so no bird starves.
+/// A value, no I/O: part of `BirdFleet`.
+struct LinkScheduler: Sendable {
+    let policy: LinkPolicy
+    /// The link limit, once known, and whether it was learned.
+    private(set) var limit: Int?
+    private(set) var learned = false
+    /// Machines whose Connect waits for the gate, first come first served,
+    /// with the actions held back (the connect deadline and the Connect).
+    private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, actions: [BirdFleet.Action])] = []
+    /// No connection attempt until the gap after the last one has passed.
+    private var gapOpen = true
+    private var random: SplitMix64
+
+    /// The shortest gap between two connection attempts; a random part of up
+    /// to as much again is added, so that gateways restarted together drift apart.
+    static let connectGapMilliseconds: Int64 = 100
+    static var connectGap: Duration { .milliseconds(connectGapMilliseconds) }
+
+    init(_ policy: LinkPolicy, seed: UInt64) {
+        self.policy = policy
+        self.limit = policy.links
+        self.random = SplitMix64(seed: seed)
+    }
+
+    var isWaiting: Bool { !waiting.isEmpty }
+
+    func isWaiting(_ id: BirdFleet.MachineID) -> Bool { waiting.contains { $0.id == id } }
+
+    /// Whether a bird new to the fleet is polled: named so, or by default, or
+    /// (automatic) when the held birds already fill all links but one.
+    func polls(_ address: String, heldBirds: Int) -> Bool {
+        let address = address.uppercased()
+        if policy.hold.contains(address) { return false }
+        if policy.poll.contains(address) { return true }
+        switch policy.otherBirds {
+        case .held: return false
+        case .polled: return true
+        case .auto:
+            guard let limit else { return false }
+            return heldBirds >= limit - 1
+        }
+    }
+
+    /// Whether the automatic policy chose to hold this bird (it may be polled later to share the last link).
+    func holdsByChoice(_ address: String) -> Bool {
+        let address = address.uppercased()
+        return policy.otherBirds == .auto && !policy.hold.contains(address) && !policy.poll.contains(address)
+    }
+
+    /// A machine asks to connect: its actions wait their turn.
+    mutating func request(_ id: BirdFleet.MachineID, device: ObjectPath, _ actions: [BirdFleet.Action]) {
+        waiting.removeAll { $0.id == id }
+        waiting.append((id, device, actions))
+    }
+
+    /// A machine no longer waits (it stopped, was dropped, gave up).
+    mutating func withdraw(_ id: BirdFleet.MachineID) {
+        waiting.removeAll { $0.id == id }
+    }
+
+    /// The next connection attempt, if the gap has passed and a link is free:
+    /// its held-back actions and the gap's timer. `stillWants` says whether a
+    /// machine still connects to that device; `linksUp` counts the links up
+    /// or being made (not those waiting here).
+    mutating func grant(linksUp: Int, stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool) -> [BirdFleet.Action] {
+        while gapOpen, let first = waiting.first {
+            guard stillWants(first.id, first.device) else {
+                waiting.removeFirst()
+                continue
+            }
+            if let limit, linksUp >= limit { return [] }
+            waiting.removeFirst()
+            gapOpen = false
+            return first.actions + [.armTimer(.connectGap, nextGap())]
+        }
+        return []
+    }
+
+    /// The gap after the last attempt has passed.
+    mutating func gapPassed() { gapOpen = true }
+
+    /// Bluetooth is back (bluetoothd restarted, the adapter powered on): the
+    /// first attempt waits a random gap too.
+    mutating func restarting() -> [BirdFleet.Action] {
+        gapOpen = false
+        return [.armTimer(.connectGap, nextGap())]
+    }
+
+    /// A connection never came while `links` others were up: the controller
+    /// holds no more (unless the user said otherwise). True if that is news.
+    mutating func learnLimit(_ links: Int) -> Bool {
+        guard policy.links == nil, links > 0, limit != links else { return false }
+        limit = links
+        learned = true
+        return true
+    }
+
+    private mutating func nextGap() -> Duration {
+        Self.connectGap + .milliseconds(Int64(random.next() % UInt64(Self.connectGapMilliseconds + 1)))
+    }
+}
+
+/// A small, seedable random number generator (Steele, Lea and Flood's
+/// SplitMix64): a value, so the fleet stays a pure, repeatable machine.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// `watch --all`: which birds are held and which polled, and the adapter's link limit if known.
+public struct LinkPolicy: Hashable, Sendable {
+    public enum Default: String, Hashable, Sendable, CaseIterable {
+        /// Held while the adapter has links for all; once birds outnumber
+        /// links, one link is kept for the rest, which are polled.
+        case auto
+        case held
+        case polled
+    }
+
+    /// Always held / always polled (addresses, upper case).
+    public var hold: Set<String>
+    public var poll: Set<String>
+    public var otherBirds: Default
+    public var pollInterval: Duration
+    /// The adapter's link limit if the user knows it; else it is learned.
+    public var links: Int?
+
+    public static let defaultPollInterval = Duration.seconds(60)
+
+    public init(
+        hold: Set<String> = [], poll: Set<String> = [], otherBirds: Default = .auto,
+        pollInterval: Duration = LinkPolicy.defaultPollInterval, links: Int? = nil
+    ) {
+        self.hold = Set(hold.map { $0.uppercased() })
+        self.poll = Set(poll.map { $0.uppercased() })
+        self.otherBirds = otherBirds
+        self.pollInterval = pollInterval
+        self.links = links
+    }
+}
+

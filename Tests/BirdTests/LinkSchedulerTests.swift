@@ -1,0 +1,107 @@
+import Bird
+import BlueZ
+import DBus
+import Testing
+
+private func bird(_ n: Int) -> (sighting: Sighting, path: ObjectPath, alpha: ObjectPath, address: String) {
+    let address = "F0:0D:B1:7D:00:0\(n)"
+    let path = ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)")
+    return (Sighting(device: path, address: address, name: "Bird\(n)", rssi: -60, uuids: [BirdService.uuid]), path,
+            ObjectPath("\(path)/service000a/char000f"), address)
+}
+
+private let watchAlpha = BirdCentral.Configuration(mode: .watch(reconnect: true), fields: [.alpha], scanTimeout: nil)
+
+private func connects(_ actions: [BirdFleet.Action]) -> [ObjectPath] {
+    actions.compactMap { if case .connect(_, let path) = $0 { path } else { nil } }
+}
+
+private func reports(_ actions: [BirdFleet.Action]) -> [BirdCentral.Report] {
+    actions.compactMap { if case .report(let r) = $0 { r } else { nil } }
+}
+
+private extension BirdFleet {
+    /// Bird n heard, let through the gate, connected and streaming (machine id given).
+    mutating func stream(_ n: Int, id: MachineID) -> [Action] {
+        let b = bird(n)
+        var actions = deviceSighted(b.sighting) + timerFired(.connectGap)
+        actions += connectReplied(id, .success(()))
+        actions += servicesResolved(device: b.path, characteristics: [.alpha: b.alpha])
+        actions += notifyStarted(id, .alpha, .success(())) + readCompleted(id, .alpha, .success(Array("50".utf8)))
+        return actions
+    }
+}
+
+@Suite("Links: held and polled birds on an adapter with few links")
+struct LinkSchedulerTests {
+    /// Three birds fill a controller that takes three; the fourth's Connect
+    /// never completes. The limit is learned from that, said, and one link is
+    /// made free for polling: the newest bird held by choice is polled from then on.
+    @Test func aLimitIsLearnedAndOneLinkKeptForPolling() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { #expect(connects(fleet.stream(n, id: n - 1)) == [bird(n).path]) }
+        let fourth = bird(4)
+        #expect(connects(fleet.deviceSighted(fourth.sighting) + fleet.timerFired(.connectGap)) == [fourth.path])
+        let deadline = fleet.connectDeadlinePassed(3, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let said = reports(deadline)
+        #expect(said.contains(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: 3))))
+        #expect(said.contains(.links(adapter: "hci0", used: 3, limit: 3, learned: true)))
+        // Bird 3 (the newest held by choice) is polled from now on: its link is undone.
+        #expect(said.contains { if case .polled(let p) = $0 { p.address == bird(3).address } else { false } })
+        #expect(deadline.contains(.disconnect(bird(3).path)) && deadline.contains(.stopNotify(bird(3).alpha)))
+        // Bird 4 gets another chance at once (it is in range), polled: it waits
+        // while three links are up, and goes once bird 3's is down.
+        #expect(connects(deadline + fleet.timerFired(.connectGap)) == [])
+        #expect(fleet.linksUp == 3)
+        let freed = fleet.deviceDisconnected(bird(3).path) + fleet.timerFired(.connectGap)
+        #expect(connects(freed) == [fourth.path])
+        // Bird 3's poll comes later, and waits for a free link too.
+        #expect(connects(fleet.timerFired(.machine(4, .poll)) + fleet.timerFired(.connectGap)) == [])
+    }
+
+    /// A polled bird: connect, read, disconnect, rest, again — never subscribed.
+    @Test func aPolledBirdIsReadAndLetGoEveryInterval() {
+        var configuration = watchAlpha
+        configuration.pollInterval = .seconds(30)
+        configuration.address = bird(1).address
+        var central = BirdCentral(configuration)
+        _ = central.bluetoothReady(adapter: adapter)
+        _ = central.deviceSighted(bird(1).sighting)
+        _ = central.connectReplied(.success(()))
+        let resolved = central.servicesResolved(device: bird(1).path, characteristics: [.alpha: bird(1).alpha])
+        #expect(resolved.contains(.read(.alpha, bird(1).alpha)))
+        #expect(!resolved.contains { if case .startNotify = $0 { true } else { false } })
+        let read = central.readCompleted(.alpha, .success(Array("40".utf8)))
+        #expect(read.suffix(2) == [.disconnect(bird(1).path), .armTimer(.poll, .seconds(30))])
+        #expect(central.currentDevice == nil && !central.isFinished)
+        #expect(central.deviceDisconnected(bird(1).path) == [])
+        #expect(central.timerFired(.poll) == [.armTimer(.connect, .seconds(10)), .connect(bird(1).path)])
+        #expect(central.connectReplied(.success(())).contains(.report(.connected(BirdCentral.Peripheral(
+            path: bird(1).path, address: bird(1).address, name: "Bird1")))))
+    }
+
+    /// A limit the user gives is never exceeded: a Connect waits at the gate
+    /// until a link is free, and birds named to be held are held.
+    @Test func aGivenLimitIsNeverExceeded() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(hold: [bird(1).address], pollInterval: .seconds(5), links: 2))
+        let ready = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        #expect(reports(ready) == [.links(adapter: "hci0", used: 0, limit: 2, learned: false)])
+        _ = fleet.stream(1, id: 0)
+        _ = fleet.stream(2, id: 1)  // polled (limit 2: one link kept for polling)
+        #expect(fleet.linksUp == 2, "bird 2 read and let go, its link going down")
+        _ = fleet.deviceDisconnected(bird(2).path)
+        #expect(fleet.linksUp == 1)
+        // Birds 3 and 2 take turns on the one free link.
+        let third = fleet.deviceSighted(bird(3).sighting) + fleet.timerFired(.connectGap)
+        #expect(connects(third) == [bird(3).path])
+        let second = fleet.timerFired(.machine(1, .poll)) + fleet.timerFired(.connectGap)
+        #expect(connects(second) == [], "the second link is busy with bird 3")
+        _ = fleet.connectReplied(2, .success(()))
+        _ = fleet.servicesResolved(device: bird(3).path, characteristics: [.alpha: bird(3).alpha])
+        let done = fleet.readCompleted(2, .alpha, .success(Array("30".utf8)))
+        #expect(done.contains(.disconnect(bird(3).path)))
+        #expect(connects(done + fleet.timerFired(.connectGap)) == [], "not while bird 3's link is still going down")
+        #expect(connects(fleet.deviceDisconnected(bird(3).path)) == [bird(2).path], "bird 2's poll goes next")
+    }
+}
