@@ -61,8 +61,12 @@ struct LayeringTests {
 
     /// DBus, MQTT and Threads are the layers over C libraries (libdbus,
     /// libmosquitto, pthreads); nothing above them touches a pointer, nor
-    /// does the tests' support (its one sockaddr is handled in CTestSupport).
-    @Test(arguments: ["BlueZ", "Bird", "BirdctlCLI", "birdctl", "BlueZTestSupport"])
+    /// does the tests' support (its sockaddr and posix_spawn's string arrays are
+    /// handled in CTestSupport).
+    @Test(arguments: [
+        "BlueZ", "Bird", "BirdctlCLI", "birdctl", "BlueZTestSupport", "TestProcesses", "FakeBlueZSupport",
+        "MosquittoSupport", "test-support-probe",
+    ])
     func noPointersAboveTheDBusLayer(_ target: String) throws {
         for file in try Self.files(of: target) {
             for word in ["UnsafePointer", "UnsafeMutablePointer", "UnsafeRawPointer", "UnsafeMutableRawPointer", "OpaquePointer"] {

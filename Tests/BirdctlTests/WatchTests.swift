@@ -179,10 +179,9 @@ struct WatchTests {
         watch.signal(signal)
         #expect(try await watch.waitForExit() == 0)
         var calls: [String] = []
-        for _ in 0..<200 {
+        _ = try await poll {
             calls = try await fake.calls()
-            if calls.filter({ $0.hasPrefix("ReleaseNotify") }).count == 3 { break }
-            try await Task.sleep(for: .milliseconds(10))
+            return calls.filter { $0.hasPrefix("ReleaseNotify") }.count == 3
         }
         #expect(calls.filter { $0.hasPrefix("AcquireNotify") }.count == 3, "\(calls)")
         #expect(calls.filter { $0.hasPrefix("ReleaseNotify") }.count == 3, "\(calls)")
@@ -277,7 +276,7 @@ struct WatchTests {
 /// every field waits for `allFields`; `--all` with two birds for alpha twice.
 func waitForNotifying(_ fake: FakeBlueZ, _ uuids: [String] = [FakeBlueZ.alphaUUID], count: Int? = nil) async throws {
     let needed = count ?? uuids.count
-    for _ in 0..<500 {
+    let subscribed = try await poll {
         let tree = try await fake.managedObjects()
         let notifying = (tree.dictionaryEntries ?? []).filter { entry in
             let properties = entry.value.dictionaryEntries?
@@ -285,10 +284,9 @@ func waitForNotifying(_ fake: FakeBlueZ, _ uuids: [String] = [FakeBlueZ.alphaUUI
             guard let uuid = properties?["UUID"]?.string else { return false }
             return uuids.contains(uuid) && properties?["Notifying"]?.bool == true
         }
-        if notifying.count >= needed { return }
-        try await Task.sleep(for: .milliseconds(10))
+        return notifying.count >= needed
     }
-    throw TestSetupError("birdctl never subscribed")
+    if !subscribed { throw TestSetupError("birdctl never subscribed") }
 }
 
 let allFields = [FakeBlueZ.nameUUID, FakeBlueZ.colorUUID, FakeBlueZ.alphaUUID]
