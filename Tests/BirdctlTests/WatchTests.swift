@@ -271,26 +271,6 @@ struct WatchTests {
     }
 }
 
-/// Waits until `count` characteristics with these UUIDs are notifying in the
-/// fake (pushes before that are not notifications, as in BlueZ). A watch of
-/// every field waits for `allFields`; `--all` with two birds for alpha twice.
-func waitForNotifying(_ fake: FakeBlueZ, _ uuids: [String] = [FakeBlueZ.alphaUUID], count: Int? = nil) async throws {
-    let needed = count ?? uuids.count
-    let subscribed = try await poll {
-        let tree = try await fake.managedObjects()
-        let notifying = (tree.dictionaryEntries ?? []).filter { entry in
-            let properties = entry.value.dictionaryEntries?
-                .first { $0.key.string == "org.bluez.GattCharacteristic1" }?.value.propertyMap
-            guard let uuid = properties?["UUID"]?.string else { return false }
-            return uuids.contains(uuid) && properties?["Notifying"]?.bool == true
-        }
-        return notifying.count >= needed
-    }
-    if !subscribed { throw TestSetupError("birdctl never subscribed") }
-}
-
-let allFields = [FakeBlueZ.nameUUID, FakeBlueZ.colorUUID, FakeBlueZ.alphaUUID]
-
 @Suite("birdctl beside other clients")
 struct SharedLinkTests {
     /// bluetoothd gives acquired notifications to one client: a second
