@@ -75,6 +75,23 @@ struct LayeringTests {
         }
     }
 
+    /// Tests start programs only through the test support's `ChildProcess`:
+    /// Foundation's `Process` lists /proc/self/fd on each start (and crashed
+    /// the test process with many descriptors open), and its children
+    /// outlive a run that is killed (docs/testing.md).
+    @Test func testsStartChildrenOnlyThroughTheTestSupport() throws {
+        let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
+        let targets = try FileManager.default.contentsOfDirectory(atPath: tests.path).map { "../Tests/" + $0 }
+            + ["TestProcesses", "FakeBlueZSupport", "MosquittoSupport", "BlueZTestSupport", "test-support-probe"]
+        let regex = try NSRegularExpression(pattern: #"(?<![A-Za-z_])Process\("#)
+        for target in targets {
+            for file in try Self.files(of: target) {
+                let match = regex.firstMatch(in: file.text, range: NSRange(file.text.startIndex..., in: file.text))
+                #expect(match == nil, "\(target)/\(file.name) starts a Foundation Process")
+            }
+        }
+    }
+
     /// birdctl runs on its event loop's callbacks, never on Swift's tasks or
     /// dispatch queues: anything from the Concurrency runtime (even
     /// ContinuousClock) or libdispatch links it in, and a `read` then maps
