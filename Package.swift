@@ -30,10 +30,14 @@ let package = Package(
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         // Publishing to an MQTT broker on a thread of its own; touches libmosquitto's pointers.
         .target(name: "MQTT", dependencies: ["CMosquitto", "Threads"]),
+        // Where readings go, as policy with no I/O: the MQTT gateway's state machine.
+        .target(name: "Sinks", dependencies: ["Bird"]),
         // The git revision of a release build (a C macro `make release` sets).
         .target(name: "BuildInfo"),
+        // glibc's malloc.h (heap statistics, malloc_trim), which Swift's Glibc module leaves out.
+        .systemLibrary(name: "CMalloc"),
         // The command line as a library: argument parsing, output formats, escaping, exit codes.
-        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "BuildInfo"]),
+        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "Sinks", "BuildInfo", "CMalloc"]),
         // The executable: blocks signals, runs BirdctlCLI, exits.
         .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
         // What the test support asks of the kernel with a sockaddr or C strings (a free port, posix_spawn).
@@ -53,11 +57,13 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
+        .testTarget(name: "SinksTests", dependencies: ["Sinks", "Bird", "DBus"]),
         // The command line's parsing, escaping and formatting, without a bus.
         .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus", "MQTT"]),
-        // Runs the built birdctl against the fake BlueZ.
+        // Runs the built birdctl against the fake BlueZ (and the gateway, in-process, against mosquitto).
         .testTarget(
-            name: "BirdctlTests", dependencies: ["birdctl", "test-support-probe", "BlueZTestSupport", "BlueZ", "DBus"]),
+            name: "BirdctlTests",
+            dependencies: ["birdctl", "test-support-probe", "BirdctlCLI", "Bird", "MQTT", "BlueZTestSupport", "BlueZ", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

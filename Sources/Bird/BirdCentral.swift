@@ -55,6 +55,7 @@ public struct BirdCentral: Sendable {
             var peripheral: Peripheral
             var rssiTotal = 0
             var rssiSamples = 0
+            var bonded = false
             /// The mean of the samples heard in the window; nil without any.
             var rssi: Int16? { rssiSamples == 0 ? nil : Int16(rssiTotal / rssiSamples) }
         }
@@ -70,6 +71,7 @@ public struct BirdCentral: Sendable {
                 index = heard.count - 1
             }
             if let name = sighting.name { heard[index!].peripheral.name = name }
+            heard[index!].bonded = sighting.bonded
             if let rssi = sighting.rssi {
                 heard[index!].rssiTotal += Int(rssi)
                 heard[index!].rssiSamples += 1
@@ -97,6 +99,9 @@ public struct BirdCentral: Sendable {
     private var unsubscribed: Set<BirdField> = []
     /// A pairing was tried on the current link (a second refusal ends it).
     private var pairedOnThisLink = false
+    /// BlueZ holds a bond with the bird being connected: a bird the user
+    /// paired with before, which may pair again.
+    private var bonded = false
     /// The last unordered notification of each field whose read is pending
     /// (see `valueChanged`), reported after the read.
     private var heldNotifications: [BirdField: HeldNotification] = [:]
@@ -111,6 +116,14 @@ public struct BirdCentral: Sendable {
     }
 
     public var isFinished: Bool { state == .finished }
+
+    /// Connecting to its bird (or waiting to retry): no link yet.
+    public var isFinding: Bool {
+        switch state {
+        case .connecting, .retryWait: true
+        default: false
+        }
+    }
 
     /// The connected (or connecting) peripheral's device path.
     public var currentDevice: ObjectPath? {
@@ -204,6 +217,7 @@ public struct BirdCentral: Sendable {
         case .scanning:
             guard configuration.address == nil, let window = configuration.listeningWindow else {
                 let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+                bonded = sighting.bonded
                 return connect(to: peripheral, heardAt: sighting.rssi)
             }
             var candidates = Candidates()
@@ -238,6 +252,7 @@ public struct BirdCentral: Sendable {
         else { return [] }
         let peripheral = Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
         state = .connecting(peripheral, attempt: 1)
+        bonded = sighting.bonded
         connectingUnheard = true
         return [
             .cancelTimer(.scan), .report(.found(peripheral, rssi: nil)),
@@ -391,19 +406,54 @@ public struct BirdCentral: Sendable {
 
     /// A read, subscription or write was refused for want of security: pair
     /// and try again, once per link — unless pairing is off, or was just done.
+    /// A bird the user chose to bond with: one named on the command line or
+    /// in `pairsWith`, or one BlueZ already holds a bond with. Anything else
+    /// that asks for pairing may be a stranger (`watch --all` hears every
+    /// device advertising the Bird Service) and is not bonded with.
+    private func mayPair(_ peripheral: Peripheral) -> Bool {
+        bonded || configuration.pairsWith.contains(peripheral.address.uppercased())
+    }
+
+    /// A read, subscription or write was refused for want of security: pair
+    /// and try again, once per link — unless pairing is off, or was just done,
+    /// or the bird is not one the user named.
     private mutating func securityRequired(_ link: Link, then next: AfterPairing, _ error: BlueZError) -> [Action] {
-        guard configuration.pairs, !pairedOnThisLink else {
+        guard configuration.pairs, !pairedOnThisLink, mayPair(link.peripheral) else {
             state = .finished
-            let failure: CommandFailure = pairedOnThisLink ? .pairingFailed(error) : .pairingRequired(error)
+            let failure: CommandFailure =
+                if pairedOnThisLink { .pairingFailed(error) }
+                else if configuration.pairs { .pairingNotNamed(link.peripheral, error) }
+                else { .pairingRequired(error) }
             return stopTimers() + cleanUp(link, subscribed: configuration.isWatch) + [.finish(.failed(failure))]
         }
         return beginPairing(link.peripheral, then: next)
     }
 
+    /// Pairing has a deadline of its own (Pair's reply may never come:
+    /// bluetoothd 5.66), a little past the one Pair is sent with.
     private mutating func beginPairing(_ peripheral: Peripheral, then next: AfterPairing) -> [Action] {
         state = .pairing(peripheral, then: next)
         pairedOnThisLink = true
-        return [.report(.pairing(peripheral)), .pair(peripheral.path)]
+        return [
+            .report(.pairing(peripheral)), .armTimer(.pairing, configuration.pairTimeout + Self.pairingGrace),
+            .pair(peripheral.path),
+        ]
+    }
+
+    /// How long past Pair's own timeout the machine waits for its answer.
+    static let pairingGrace = Duration.seconds(1)
+
+    /// The peripheral being paired with at `device`, if this machine is pairing it.
+    public func pairing(_ device: ObjectPath) -> Peripheral? {
+        if case .pairing(let peripheral, _) = state, peripheral.path == device { peripheral } else { nil }
+    }
+
+    /// BlueZ says the device is paired (`Paired` turned true). bluetoothd 5.66
+    /// never answers a Pair whose bonding completes while the link's own
+    /// service discovery runs (fixed in 5.87): this is its word.
+    public mutating func devicePaired(_ device: ObjectPath) -> [Action] {
+        guard pairing(device) != nil else { return [] }
+        return pairCompleted(.success(()))
     }
 
     /// Device1.Pair answered. Already paired counts as paired.
@@ -415,21 +465,22 @@ public struct BirdCentral: Sendable {
             let cancel: [Action] = error.kind == .timeout ? [.cancelPairing(peripheral.path)] : []
             return stopTimers() + cancel + [.disconnect(peripheral.path), .finish(.failed(.pairingFailed(error)))]
         }
-        let paired: Action = .report(.paired(peripheral))
+        bonded = true
+        let paired: [Action] = [.cancelTimer(.pairing), .report(.paired(peripheral))]
         switch next {
         case .subscribe(let link):
             state = .subscribing(link, pending: Set(configuration.fields))
             unsubscribed = []
-            return [paired] + configuration.fields.map { .startNotify($0, link.characteristics[$0]!) }
+            return paired + configuration.fields.map { .startNotify($0, link.characteristics[$0]!) }
         case .read(let link):
-            return [paired] + beginReading(link)
+            return paired + beginReading(link)
         case .write(let link):
             guard case .write(let value) = configuration.mode else { return [] }
             state = .writing(link)
-            return [paired, .write(value.field, link.characteristics[value.field]!, BirdCodec.encode(value))]
+            return paired + [.write(value.field, link.characteristics[value.field]!, BirdCodec.encode(value))]
         case .done:
             state = .finished
-            return [paired, .disconnect(peripheral.path), .finish(.success)]
+            return paired + [.disconnect(peripheral.path), .finish(.success)]
         }
     }
 
@@ -598,6 +649,7 @@ public struct BirdCentral: Sendable {
             return [.stopScanning, .finish(.failed(.notFound))]
         case (.listen, .listening(let candidates)):
             let nearest = candidates.nearest
+            bonded = nearest.bonded
             return connect(to: nearest.peripheral, heardAt: nearest.rssi)
         case (.retry, .retryWait(let peripheral, let attempt)):
             state = .connecting(peripheral, attempt: attempt)
@@ -612,6 +664,8 @@ public struct BirdCentral: Sendable {
             if configuration.reconnects && hasConnected { return actions + beginScanning() }
             state = .finished
             return actions + [.finish(.failed(.connectTimeout))]
+        case (.pairing, .pairing):
+            return pairCompleted(.failure(BlueZError(.timeout, message: "no answer to Pair")))
         case (.services, .resolving(let peripheral)):
             var actions = stopTimers() + [.disconnect(peripheral.path), .report(.disconnected(peripheral))]
             actions.append(.finish(.failed(.serviceMissing(configuration.fields))))
@@ -666,6 +720,7 @@ public struct BirdCentral: Sendable {
     private func stopTimers(includingDuration: Bool = false) -> [Action] {
         var timers: [Action] = [
             .cancelTimer(.scan), .cancelTimer(.listen), .cancelTimer(.connect), .cancelTimer(.retry), .cancelTimer(.services),
+            .cancelTimer(.pairing),
         ]
         if includingDuration { timers.append(.cancelTimer(.duration)) }
         return timers

@@ -39,6 +39,10 @@ extension BirdCentral {
         public var pairs: Bool
         /// How long a pairing may take (the person confirming it included).
         public var pairTimeout: Duration
+        /// The birds the user named (addresses, upper case): the only ones
+        /// bonded with when they ask for pairing, besides those BlueZ already
+        /// holds a bond with. A command's ADDRESS is named; `--pair-with` names more.
+        public var pairsWith: Set<String>
         /// Without an address: how long to go on listening after the first
         /// Bird is heard before connecting to the strongest heard (nil: the
         /// first heard).
@@ -50,7 +54,7 @@ extension BirdCentral {
             mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
             scanTimeout: Duration? = .seconds(10), connectTimeout: Duration = .seconds(10), connectAttempts: Int = 4,
             retryBackoff: Duration = .milliseconds(250), maximumReadings: Int? = nil, duration: Duration? = nil,
-            pairs: Bool = true, pairTimeout: Duration = .seconds(30),
+            pairs: Bool = true, pairTimeout: Duration = .seconds(30), pairsWith: Set<String> = [],
             listeningWindow: Duration? = BirdCentral.defaultListeningWindow, notifyMethod: NotifyMethod = .auto
         ) {
             self.mode = mode
@@ -65,6 +69,7 @@ extension BirdCentral {
             self.duration = duration
             self.pairs = pairs
             self.pairTimeout = pairTimeout
+            self.pairsWith = Set(pairsWith.map { $0.uppercased() }).union(address.map { [$0.uppercased()] } ?? [])
             self.listeningWindow = listeningWindow
             self.notifyMethod = notifyMethod
         }
@@ -79,6 +84,8 @@ extension BirdCentral {
         case listen
         /// After ServicesResolved, waiting for the Bird characteristics to appear.
         case services
+        /// A pairing's own deadline (Pair may never be answered).
+        case pairing
     }
 
     /// What the driver must do, in order.
@@ -123,6 +130,9 @@ extension BirdCentral {
         case paired(Peripheral)
         /// `watch --all`: one bird's session ended; it will be picked up again if heard.
         case gaveUp(CommandFailure)
+        /// `watch --all`: the bird at this address was neither heard nor
+        /// connected for the fleet's `forgetAfter`: nothing of it is kept.
+        case forgotten(address: String)
     }
 
     public struct Peripheral: Hashable, Sendable {

@@ -14,7 +14,18 @@ public struct BirdFleet: Sendable {
         /// `--all`: the fleet's own find deadline and duration.
         case fleet(BirdCentral.Timer)
         case machine(MachineID, BirdCentral.Timer)
+        /// `--all`: one tick of the clock that forgets unheard birds (`forgetAfter`).
+        case forgetTick
     }
+
+    /// How long a bird neither heard nor connected is remembered by default:
+    /// well past Home Assistant's 195 s before a silent device is shown
+    /// unavailable.
+    public static let defaultForgetAfter = Duration.seconds(600)
+
+    /// How many ticks of `forgetTick` make up `forgetAfter`: a bird is
+    /// forgotten between 7/8 and 8/8 of that time after it was last heard.
+    public static let ticksToForget = 8
 
     /// What the driver must do, in order.
     public enum Action: Hashable, Sendable {
@@ -46,8 +57,22 @@ public struct BirdFleet: Sendable {
     public let configuration: BirdCentral.Configuration
     /// Follow every Bird in range (`watch --all`).
     public let all: Bool
+    /// `all`: a bird neither heard nor connected for this long is forgotten
+    /// (its machine dropped, reported as `forgotten`), and one that asked for
+    /// pairing without being named is ignored for this long. Nil: never.
+    public let forgetAfter: Duration?
     /// The machines, in the order they were started (few: one per Bird in range).
     private var machines: [(id: MachineID, central: BirdCentral)] = []
+    /// `all`: each machine's bird (address, upper case), and when it was last heard (in ticks).
+    private var byAddress: [String: MachineID] = [:]
+    private var lastHeard: [MachineID: Int] = [:]
+    /// `all`: birds that asked for pairing without being named, and the tick
+    /// they did: not connected to again until forgotten (a stranger would
+    /// otherwise be connected to, and refused, every time it is heard).
+    private var declined: [String: Int] = [:]
+    private var tick = 0
+    /// `all`: birds heard while another was being connected to, in the order heard.
+    private var waiting: [Sighting] = []
     private var nextID: MachineID = 0
     private var adapter: AdapterChoice?
     private var outcome: CommandOutcome?
@@ -58,11 +83,15 @@ public struct BirdFleet: Sendable {
     /// Machines whose first scan looked in BlueZ's cache.
     private var lookedUp: Set<MachineID> = []
 
-    public init(_ configuration: BirdCentral.Configuration, all: Bool = false) {
+    public init(_ configuration: BirdCentral.Configuration, all: Bool = false, forgetAfter: Duration? = nil) {
         self.configuration = configuration
         self.all = all
+        self.forgetAfter = all ? forgetAfter : nil
         if !all { add(configuration) }
     }
+
+    /// How many birds the fleet holds state for (machines, declined and waiting birds).
+    public var birdsRemembered: Int { machines.count + declined.count + waiting.count }
 
     public var isFinished: Bool { outcome != nil }
 
@@ -88,6 +117,7 @@ public struct BirdFleet: Sendable {
         guard outcome == nil else { return [] }
         adapter = nil
         discovering = false
+        waiting.removeAll()
         let actions = everyMachine { $0.bluetoothUnavailable(error) }
         if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
         return actions
@@ -96,12 +126,14 @@ public struct BirdFleet: Sendable {
     public mutating func adapterPoweredOff(_ adapter: AdapterChoice) -> [Action] {
         self.adapter = adapter
         discovering = false
+        waiting.removeAll()
         return everyMachine { $0.adapterPowered(false, adapter: adapter) }
     }
 
     public mutating func adapterRemoved(name: String) -> [Action] {
         adapter = nil
         discovering = false
+        waiting.removeAll()
         return everyMachine { $0.adapterRemoved(name: name) }
     }
 
@@ -122,6 +154,7 @@ public struct BirdFleet: Sendable {
         if !everReady {
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
+            if let forgetAfter { actions.append(.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)) }
         }
         everReady = true
         return actions
@@ -129,23 +162,53 @@ public struct BirdFleet: Sendable {
 
     // MARK: Devices
 
-    /// A device was heard. With `all`, a Bird no machine follows gets one.
+    /// A device was heard. With `all`, a Bird no machine follows gets one
+    /// (unless it declined to be paired with lately); the sighting goes to
+    /// its bird's machine alone.
     public mutating func deviceSighted(_ sighting: Sighting) -> [Action] {
         guard outcome == nil else { return [] }
-        var actions: [Action] = []
-        if all, discovering, sighting.matches(address: nil, minimumRSSI: configuration.minimumRSSI),
-            !machines.contains(where: { $0.central.configuration.address?.uppercased() == sighting.address.uppercased() })
-        {
-            var perBird = configuration
-            perBird.address = sighting.address
-            perBird.scanTimeout = nil
-            perBird.maximumReadings = nil
-            perBird.duration = nil
-            let id = add(perBird)
-            actions.append(.cancelTimer(.fleet(.scan)))
-            actions += on(id) { [adapter] in $0.bluetoothReady(adapter: adapter) }
+        guard all else { return everyMachine { $0.deviceSighted(sighting) } }
+        guard sighting.matches(address: nil, minimumRSSI: configuration.minimumRSSI) else { return [] }
+        let address = sighting.address.uppercased()
+        if let id = byAddress[address] {
+            lastHeard[id] = tick
+            return on(id) { $0.deviceSighted(sighting) }
         }
-        return actions + everyMachine { $0.deviceSighted(sighting) }
+        guard discovering, declined[address] == nil else { return [] }
+        // One new bird at a time: a machine is made for a bird when the one
+        // before it has a link or gave up. Birds heard meanwhile wait in a
+        // short line (the last sighting of each); past its end they are not
+        // remembered (they will be heard again), so a crowd of strangers
+        // advertising the Bird Service costs a few entries, not a machine each.
+        if machines.contains(where: { $0.central.isFinding }) {
+            if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
+                waiting[index] = sighting
+            } else if waiting.count < Self.waitingLimit {
+                waiting.append(sighting)
+            }
+            return []
+        }
+        return follow(sighting)
+    }
+
+    /// How many birds heard while another is being connected to wait for their turn.
+    public static let waitingLimit = 64
+
+    /// `all`: a machine for the bird heard, started at once.
+    private mutating func follow(_ sighting: Sighting) -> [Action] {
+        let address = sighting.address.uppercased()
+        var perBird = configuration
+        perBird.address = sighting.address
+        perBird.scanTimeout = nil
+        perBird.maximumReadings = nil
+        perBird.duration = nil
+        let id = add(perBird)
+        byAddress[address] = id
+        lastHeard[id] = tick
+        // One event: the machine is connecting by the time the line is looked at again.
+        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
+            $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
+        }
     }
 
     /// The bird machine `id` asked for is in BlueZ's cache (`lookUpKnown`).
@@ -205,6 +268,19 @@ public struct BirdFleet: Sendable {
         on(id) { $0.pairCompleted(result) }
     }
 
+    /// BlueZ says the device is paired (`Paired` turned true): the pairing of
+    /// whichever machine is pairing it is over (see `BirdCentral.devicePaired`).
+    public mutating func devicePaired(_ device: ObjectPath) -> [Action] {
+        everyMachine { $0.devicePaired(device) }
+    }
+
+    /// The bird some machine is pairing with at `device`: whom bluetoothd's
+    /// questions to our agent are about. Nil: not a pairing of ours.
+    public func pairing(_ device: ObjectPath) -> BirdCentral.Peripheral? {
+        for machine in machines { if let peripheral = machine.central.pairing(device) { return peripheral } }
+        return nil
+    }
+
     public mutating func forgetCompleted(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
         on(id) { $0.forgetCompleted(result) }
     }
@@ -221,7 +297,30 @@ public struct BirdFleet: Sendable {
             return finishAll(.success)
         case .fleet:
             return []
+        case .forgetTick:
+            return forgetUnheard()
         }
+    }
+
+    /// `all`: one tick on: machines whose bird was neither heard nor
+    /// connected for `ticksToForget` ticks are dropped (reported as
+    /// `forgotten`), and declined birds are given another chance.
+    private mutating func forgetUnheard() -> [Action] {
+        guard outcome == nil, let forgetAfter else { return [] }
+        tick += 1
+        let horizon = tick - Self.ticksToForget
+        declined = declined.filter { $0.value > horizon }
+        var actions: [Action] = []
+        // A bird connected (or being connected to) counts as heard: it may not advertise while held.
+        for (id, central) in machines where central.currentDevice != nil { lastHeard[id] = tick }
+        for (id, central) in machines where lastHeard[id, default: tick] <= horizon {
+            var stopped = central
+            let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }
+            actions += translate(stop, from: id)
+            drop(id)
+            if let address = central.configuration.address { actions.append(.report(.forgotten(address: address))) }
+        }
+        return actions + [.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)]
     }
 
     /// SIGINT/SIGTERM, or stdout closed: undo what was done, then finish.
@@ -240,10 +339,30 @@ public struct BirdFleet: Sendable {
         return id
     }
 
+    /// Forgets a machine (with `all`).
+    private mutating func drop(_ id: MachineID) {
+        machines.removeAll { $0.id == id }
+        lastHeard[id] = nil
+        if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
+    }
+
     /// Runs an event on one machine; its actions, translated.
     private mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
         guard outcome == nil, let index = machines.firstIndex(where: { $0.id == id }) else { return [] }
-        return translate(event(&machines[index].central), from: id)
+        let actions = translate(event(&machines[index].central), from: id)
+        return waiting.isEmpty ? actions : actions + admitWaiting()
+    }
+
+    /// `all`: once no machine is connecting, the next bird waiting gets one.
+    private mutating func admitWaiting() -> [Action] {
+        var actions: [Action] = []
+        while outcome == nil, discovering, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
+            let sighting = waiting.removeFirst()
+            let address = sighting.address.uppercased()
+            guard byAddress[address] == nil, declined[address] == nil else { continue }
+            actions += follow(sighting)
+        }
+        return actions
     }
 
     /// Runs an event on every machine (in place: this is the notification path).
@@ -261,7 +380,7 @@ public struct BirdFleet: Sendable {
             // A machine that finished (with `all`) has left the list.
             if index < machines.count, machines[index].id == id { index += 1 }
         }
-        return actions
+        return waiting.isEmpty ? actions : actions + admitWaiting()
     }
 
     /// A machine's actions as the fleet's: tagged with the machine, discovery
@@ -301,8 +420,13 @@ public struct BirdFleet: Sendable {
                     continue
                 }
                 // One bird lost is not the end of the fleet: forget it so it can be found again.
-                machines.removeAll { $0.id == id }
-                if case .failed(let failure) = result { actions.append(.report(.gaveUp(failure))) }
+                drop(id)
+                if case .failed(let failure) = result {
+                    if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
+                        declined[bird.address.uppercased()] = tick
+                    }
+                    actions.append(.report(.gaveUp(failure)))
+                }
             }
         }
         // After this machine's actions, not in the middle of them.
@@ -328,6 +452,9 @@ public struct BirdFleet: Sendable {
             actions += translate(cleanup, from: id).filter { if case .stopScanning = $0 { false } else { true } }
         }
         machines.removeAll()
+        waiting.removeAll()
+        byAddress.removeAll()
+        lastHeard.removeAll()
         outcome = result
         return actions + [.stopScanning, .finish(result)]
     }

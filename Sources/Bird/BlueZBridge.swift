@@ -34,7 +34,7 @@ extension Sighting {
     private init(_ device: Device) {
         self.init(
             device: device.path, address: device.address, name: device.name ?? Self.chosenAlias(of: device),
-            rssi: device.rssi, uuids: device.uuids)
+            rssi: device.rssi, uuids: device.uuids, bonded: device.paired)
     }
 
     /// An alias someone gave the device; not the one BlueZ makes up from

@@ -12,7 +12,7 @@ public final class CentralDriver: @unchecked Sendable {
     public typealias FinishHandler = @Sendable (CommandOutcome) -> Void
 
     private let core: DriverCore
-    private let confirmPairing: PairingAgent.Confirm?
+    private let person: PairingQuestions?
     private var agent: PairingAgent?
     private let onReport: ReportHandler
     private let onFinish: FinishHandler
@@ -32,23 +32,23 @@ public final class CentralDriver: @unchecked Sendable {
     private var borrowedLinks: Set<ObjectPath> = []
     /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
     private var linkMTUs: [ObjectPath: Int] = [:]
-    /// The pairing in flight: its machine and device. bluetoothd 5.66 can
-    /// leave Pair unanswered (below), so `Paired` becoming true ends it too.
-    private var pairing: (id: BirdFleet.MachineID, device: ObjectPath)?
 
     private var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
 
-    /// `confirmPairing`: asks a person to confirm a pairing's passkey; without
-    /// it pairing is Just Works (NoInputNoOutput).
+    /// `person`: asks a person to confirm a pairing's passkey and shows the
+    /// codes to type; without one pairing is Just Works (NoInputNoOutput).
     public init(
         connection: Connection, fleet: BirdFleet, options: AdapterOptions = AdapterOptions(),
-        confirmPairing: PairingAgent.Confirm? = nil,
+        person: PairingQuestions? = nil,
         onReport: @escaping ReportHandler, onFinish: @escaping FinishHandler
     ) {
-        // A command about one bird loads only that bird from BlueZ's cache.
-        core = DriverCore(connection: connection, options: options, focus: fleet.all ? nil : fleet.configuration.address)
-        self.confirmPairing = confirmPairing
+        // A command about one bird loads only that bird from BlueZ's cache;
+        // `--all` loads the adapters, and devices enter as they are heard.
+        let scope: BlueZClient.Scope =
+            fleet.all ? .adapters : fleet.configuration.address.map { .device(address: $0) } ?? .everything
+        core = DriverCore(connection: connection, options: options, scope: scope)
+        self.person = person
         self.fleet = fleet
         self.onReport = onReport
         self.onFinish = onFinish
@@ -113,12 +113,8 @@ public final class CentralDriver: @unchecked Sendable {
             if changed.contains(.servicesResolved), device.servicesResolved {
                 resolved(device.path)
             }
-            if changed.contains(.paired), device.paired, let pairing, pairing.device == device.path {
-                // bluetoothd 5.66 never answers a Pair whose bonding completes while the
-                // link's own service discovery runs (its browse request is refused as
-                // busy and the reply dropped; fixed in 5.87). Paired is its word.
-                self.pairing = nil
-                apply { $0.pairCompleted(pairing.id, .success(())) }
+            if changed.contains(.paired), device.paired {
+                apply { $0.devicePaired(device.path) }
             }
         case .characteristicRemoved(let path):
             // A dropping link unresolves its services before the objects go:
@@ -227,11 +223,9 @@ public final class CentralDriver: @unchecked Sendable {
         case .pair(let id, let device):
             withAgent { [self] registered in
                 guard case .success = registered else { return apply { $0.pairCompleted(id, registered) } }
-                pairing = (id, device)
+                // Each machine pairs on its own; one whose pairing ended (Paired
+                // came first, or its deadline) takes no notice of a late answer.
                 client.perform(.pair(device: device, timeout: fleet.configuration.pairTimeout)) { [self] result in
-                    // Already over when Paired came first.
-                    guard let pairing, pairing.id == id, pairing.device == device else { return }
-                    self.pairing = nil
                     apply { $0.pairCompleted(id, result) }
                 }
             }
@@ -265,7 +259,7 @@ public final class CentralDriver: @unchecked Sendable {
     /// agent of whoever called Pair); unregistered on the way out.
     private func withAgent(_ body: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
         if agent != nil { return body(.success(())) }
-        let agent = PairingAgent(connection: core.connection, confirm: confirmPairing)
+        let agent = PairingAgent(connection: core.connection, person: person.map(agentPerson))
         self.agent = agent
         agent.export()
         client.perform(.registerAgent(agent)) { [self] result in
@@ -274,6 +268,20 @@ public final class CentralDriver: @unchecked Sendable {
             }
             body(result)
         }
+    }
+
+    /// The agent's questions about a device, put to the person about the bird
+    /// being paired there; a device no machine is pairing with is refused.
+    private func agentPerson(_ person: PairingQuestions) -> PairingAgent.Person {
+        PairingAgent.Person(
+            confirm: { [self] device, passkey, answer in
+                guard let bird = fleet.pairing(device) else { return answer(false) }
+                person.confirm(bird, PairingAgent.passkeyText(passkey), answer)
+            },
+            display: { [self] device, code in
+                if let bird = fleet.pairing(device) { person.display(bird, code) }
+            },
+            cancel: person.cancel)
     }
 
     /// The bird at `address` if BlueZ already knows it on this adapter.
@@ -320,7 +328,7 @@ public final class CentralDriver: @unchecked Sendable {
     /// How many devices are connected on an adapter. A focused tree holds
     /// one device: BlueZ is asked for all (a rare path: a connect deadline).
     private func connectedDevices(on adapter: ObjectPath, _ body: @escaping @Sendable (Int) -> Void) {
-        guard client.focus != nil else { return body(client.tree.devicesInRange(on: adapter).filter(\.connected).count) }
+        guard !client.holdsEveryDevice else { return body(client.tree.devicesInRange(on: adapter).filter(\.connected).count) }
         client.perform(.getManagedObjects()) { result in
             body((try? result.get())?.devicesInRange(on: adapter).filter(\.connected).count ?? 0)
         }

@@ -32,6 +32,9 @@ public enum CommandFailure: Hashable, Sendable {
     case pairingRequired(BlueZError)
     /// Pairing was refused, failed or timed out (or the link was still refused after it).
     case pairingFailed(BlueZError)
+    /// The bird asks for pairing but is not one the user named (nor bonded):
+    /// birdctl does not bond with strangers.
+    case pairingNotNamed(BirdCentral.Peripheral, BlueZError)
     case operationFailed(String, BlueZError)
 
     /// `what` failed with `error`; a refusal by the bus policy is always

@@ -28,6 +28,8 @@ final class Discovery: @unchecked Sendable {
         self.adapter = adapter
         requested = true
         enqueue { [client] finished in
+            // Another client's discovery: BlueZ may not announce what it heard already.
+            let othersDiscovering = client.tree.adapter(adapter)?.discovering == true
             client.perform(.setDiscoveryFilter(adapter: adapter, uuids: [BirdService.uuid])) { result in
                 if case .failure(let error) = result {
                     finished()
@@ -41,7 +43,9 @@ final class Discovery: @unchecked Sendable {
                         onFailure(error)
                         return
                     }
-                    onStarted(client.tree.devicesInRange(on: adapter).compactMap(Sighting.init(heard:)))
+                    client.devicesInRange(on: adapter, othersDiscovering: othersDiscovering) { devices in
+                        onStarted(devices.compactMap(Sighting.init(heard:)))
+                    }
                 }
             }
         }

@@ -25,19 +25,24 @@ final class DriverCore: @unchecked Sendable {
     /// bluetoothd is never waited for longer.
     static let exitWait = Duration.seconds(3)
 
-    /// See `BlueZClient.focus`.
-    private let focus: String?
+    /// What the client loads of BlueZ's objects (`BlueZClient.Scope`).
+    private let scope: BlueZClient.Scope
 
-    init(connection: Connection, options: AdapterOptions, focus: String? = nil) {
+    init(connection: Connection, options: AdapterOptions, scope: BlueZClient.Scope) {
         self.connection = connection
         self.options = options
-        self.focus = focus
+        self.scope = scope
+    }
+
+    /// `focus`: the one device a command is about (`.device`), else every object.
+    convenience init(connection: Connection, options: AdapterOptions, focus: String? = nil) {
+        self.init(connection: connection, options: options, scope: focus.map { .device(address: $0) } ?? .everything)
     }
 
     /// On the loop: makes the client (`prepare` sets up what uses it), then starts it.
     func start(prepare: @escaping @Sendable (BlueZClient) -> Void = { _ in }, onEvent: @escaping @Sendable (BlueZEvent) -> Void) {
         connection.loop.execute { [self] in
-            client = BlueZClient(connection: connection, focus: focus, onEvent: onEvent)
+            client = BlueZClient(connection: connection, scope: scope, onEvent: onEvent)
             prepare(client)
             client.start()
         }

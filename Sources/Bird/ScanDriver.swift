@@ -19,28 +19,40 @@ public struct ScanResult: Hashable, Sendable {
 
 /// `birdctl scan`: discovery with the Bird filter, re-checked here, reporting
 /// each Bird the first time it is heard and the whole list, strongest first, at the end.
+/// A Bird unheard for `forgetAfter` is forgotten (`ScanResults`), and reported
+/// again when it is heard again.
+///
+/// Its client loads the adapters only (`BlueZClient.Scope.adapters`): devices
+/// come in as bluetoothd announces them or as they are heard again, so the
+/// scan's cost does not grow with the devices BlueZ remembers.
 /// Loop-confined; `start` and `stop` may be called from anywhere.
 public final class ScanDriver: @unchecked Sendable {
     public typealias FoundHandler = @Sendable (ScanResult) -> Void
     public typealias FinishHandler = @Sendable (CommandOutcome, [ScanResult]) -> Void
 
+    /// How long a Bird may go unheard before a scan forgets it, unless told otherwise.
+    public static let defaultForgetAfter = BirdFleet.defaultForgetAfter
+
     private let core: DriverCore
-    private let minimumRSSI: Int?
     private let timeout: Duration?
     private let onFound: FoundHandler
     private let onFinish: FinishHandler
     private var discovery: Discovery!
 
-    private var results: [String: ScanResult] = [:]
-    private var announced: Set<String> = []
+    private var results: ScanResults
+    /// The timer that forgets unheard Birds; armed while any is remembered.
+    private var sweep: EventLoop.TimerID?
     private var scanning = false
+    /// Whether any Bird was reported (the exit status), forgotten since or not.
+    private var foundAny = false
 
     public init(
         connection: Connection, options: AdapterOptions, minimumRSSI: Int?, timeout: Duration?,
+        forgetAfter: Duration = ScanDriver.defaultForgetAfter,
         onFound: @escaping FoundHandler, onFinish: @escaping FinishHandler
     ) {
-        core = DriverCore(connection: connection, options: options)
-        self.minimumRSSI = minimumRSSI
+        core = DriverCore(connection: connection, options: options, scope: .adapters)
+        results = ScanResults(forgetAfter: forgetAfter, minimumRSSI: minimumRSSI)
         self.timeout = timeout
         self.onFound = onFound
         self.onFinish = onFinish
@@ -52,7 +64,7 @@ public final class ScanDriver: @unchecked Sendable {
 
     /// Ctrl-C: the list so far is the result.
     public func stop() {
-        core.connection.loop.execute { [self] in finish(results.isEmpty ? .interrupted : .success) }
+        core.connection.loop.execute { [self] in finish(foundAny ? .success : .interrupted) }
     }
 
     private func handle(_ event: BlueZEvent) {
@@ -81,34 +93,37 @@ public final class ScanDriver: @unchecked Sendable {
             on: choice.path, onStarted: { [self] heard in heard.forEach(sighted) },
             onFailure: { [self] error in finish(.failed(.failed("start discovery", error))) })
         if let timeout {
-            core.connection.loop.schedule(after: timeout) { [self] in finish(results.isEmpty ? .failed(.notFound) : .success) }
+            core.connection.loop.schedule(after: timeout) { [self] in finish(foundAny ? .success : .failed(.notFound)) }
         }
     }
 
     private func sighted(_ sighting: Sighting) {
-        guard sighting.isBird, sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere") else { return }
-        let key = sighting.address.uppercased()
-        let now = MonotonicInstant.now
-        var result = results[key] ?? ScanResult(address: sighting.address, name: sighting.name, rssi: nil, history: RSSIHistory())
-        if let rssi = sighting.rssi { result.history.add(rssi, at: now) }
-        result.rssi = result.history.smoothed(at: now)
-        if let name = sighting.name { result.name = name }
-        results[key] = result
-        if let minimumRSSI, (result.rssi ?? Int.min) < minimumRSSI { return }
-        if announced.insert(key).inserted { onFound(result) }
+        guard !core.isFinished, sighting.isBird, sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere")
+        else { return }
+        let found = results.heard(address: sighting.address, name: sighting.name, rssi: sighting.rssi, at: .now)
+        if sweep == nil { armSweep() }
+        if let found {
+            foundAny = true
+            onFound(found)
+        }
+    }
+
+    /// Forgets unheard Birds every `sweepInterval` while any is remembered:
+    /// one pass over them per interval, none per sighting.
+    private func armSweep() {
+        sweep = core.connection.loop.schedule(after: results.sweepInterval) { [self] in
+            sweep = nil
+            guard !core.isFinished else { return }
+            results.forgetUnheard(at: .now)
+            if !results.isEmpty { armSweep() }
+        }
     }
 
     private func finish(_ outcome: CommandOutcome) {
         guard !core.isFinished else { return }
-        let now = MonotonicInstant.now
-        let list = results.values
-            .filter { minimumRSSI == nil || ($0.rssi ?? Int.min) >= minimumRSSI! }
-            .map { result -> ScanResult in
-                var updated = result
-                updated.rssi = result.history.smoothed(at: now)
-                return updated
-            }
-            .sorted { ($0.rssi ?? Int.min, $1.address) > ($1.rssi ?? Int.min, $0.address) }
+        let list = results.list(at: .now)
+        if let sweep { core.connection.loop.cancel(sweep) }
+        sweep = nil
         if scanning {
             scanning = false
             core.cleanup { done in discovery.stop(done: done) }

@@ -8,13 +8,16 @@ public struct Sighting: Hashable, Sendable {
     public var name: String?
     public var rssi: Int16?
     public var uuids: [String]
+    /// BlueZ holds a bond with the device (`Paired`).
+    public var bonded: Bool
 
-    public init(device: ObjectPath, address: String, name: String?, rssi: Int16?, uuids: [String]) {
+    public init(device: ObjectPath, address: String, name: String?, rssi: Int16?, uuids: [String], bonded: Bool = false) {
         self.device = device
         self.address = address
         self.name = name
         self.rssi = rssi
         self.uuids = uuids
+        self.bonded = bonded
     }
 
     /// BlueZ merges every client's discovery filter, so a sighting may be any

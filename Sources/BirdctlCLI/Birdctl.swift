@@ -6,7 +6,7 @@ import Glibc
 public enum Birdctl {
     static let commands: [Command] = [
         ScanCommand.command, ReadCommand.command, WatchCommand.command, SetCommand.command, PairCommand.command,
-        PairCommand.unpairCommand, ServeCommand.command,
+        PairCommand.unpairCommand, ServeCommand.command, RetireCommand.command,
     ]
 
     static var usage: String {

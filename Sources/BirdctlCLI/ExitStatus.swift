@@ -16,6 +16,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
     case operationFailed = 9
     case pairingFailed = 10
     case mqttFailed = 11
+    case busLost = 12
     case interrupted = 130
 
     /// What the code means, for `--help` and the man page.
@@ -34,6 +35,8 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .pairingFailed: "pairing refused, failed or timed out, or needed under --no-pair"
         case .mqttFailed:
             "MQTT broker unreachable at start, connection or credentials refused, TLS verification failed, or readings left undelivered at exit"
+        case .busLost:
+            "the system bus went away (dbus-daemon stopped or restarted): any command ends at once, without the cleanups that need the bus"
         case .interrupted: "interrupted (SIGINT/SIGTERM) before a read or scan finished"
         }
     }
@@ -48,6 +51,10 @@ enum ExitStatus: Int32, Error, CaseIterable {
     }
 
     init(_ failure: CommandFailure) {
+        if failure.isBusLoss {
+            self = .busLost
+            return
+        }
         switch failure {
         case .bluetoothUnavailable, .noAdapter: self = .bluetoothUnavailable
         case .adapterOff: self = .adapterOff
@@ -55,7 +62,7 @@ enum ExitStatus: Int32, Error, CaseIterable {
         case .notFound: self = .notFound
         case .connectTimeout, .connectTimeoutWithLinksUp, .connectFailed, .connectionLost: self = .connectionFailed
         case .serviceMissing: self = .operationFailed
-        case .pairingRequired, .pairingFailed: self = .pairingFailed
+        case .pairingRequired, .pairingFailed, .pairingNotNamed: self = .pairingFailed
         case .operationFailed(_, let error):
             switch error.kind {
             case .bluetoothdNotRunning, .busDisconnected: self = .bluetoothUnavailable
@@ -67,6 +74,21 @@ enum ExitStatus: Int32, Error, CaseIterable {
 }
 
 extension CommandFailure {
+    /// A call failed only because the system bus went away: the session has
+    /// said so (the connection reports its loss before failing its calls),
+    /// and the exit status is 12.
+    var isBusLoss: Bool {
+        switch self {
+        case .bluetoothUnavailable(let error), .permissionDenied(let error), .connectFailed(let error),
+            .pairingRequired(let error), .pairingFailed(let error), .pairingNotNamed(_, let error),
+            .operationFailed(_, let error):
+            error.kind == .busDisconnected
+        case .noAdapter, .adapterOff, .notFound, .connectTimeout, .connectTimeoutWithLinksUp, .connectionLost,
+            .serviceMissing:
+            false
+        }
+    }
+
     /// What went wrong, for a person, with a hint where one helps.
     var message: String {
         switch self {
@@ -98,6 +120,9 @@ extension CommandFailure {
         case .operationFailed(let what, let error): "could not \(what): \(explained(error))"
         case .pairingRequired(let error):
             "the bird requires pairing (\(error)); run 'birdctl pair ADDRESS', or leave out --no-pair"
+        case .pairingNotNamed(let peripheral, let error):
+            "\(peripheral.address) asks for pairing (\(error)), and birdctl bonds only with birds it is told to: "
+                + "pair it once with 'birdctl pair \(peripheral.address)', name it on the command line, or add it to --pair-with"
         case .pairingFailed(let error):
             switch error.kind {
             case .timeout: "pairing did not finish in time (\(error))"

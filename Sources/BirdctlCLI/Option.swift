@@ -1,3 +1,5 @@
+import MQTT
+
 /// One command-line option, declared once: the parser, `--help`, the man page
 /// and the shell completions all read it from here. A command may word the
 /// help for itself (`explained`), never the name or the value.
@@ -44,6 +46,9 @@ extension Option {
     static let connectTimeout = Option(
         "--connect-timeout", value: "S", "deadline to connect, retries included (default 10 s)")
     static let minimumRSSI = Option("--min-rssi", value: "DBM", "only Birds heard at least this strong (-127 to 20)")
+    static let forgetAfter = Option(
+        "--forget-after", value: "S",
+        "forget a Bird neither heard nor connected for S seconds; heard again, it is reported again (default 600)")
     static let json = Option("--json", "JSON Lines on stdout, one object per line")
     static let verbose = Option("--verbose", "show events and the D-Bus traffic on stderr")
     static let help = Option("--help", "show this help (also -h)")
@@ -51,6 +56,10 @@ extension Option {
     static let noPair = Option("--no-pair", "exit 10 instead of pairing when the bird asks for security")
     static let confirmPairing = Option(
         "--confirm-pairing", "ask on the terminal to confirm a pairing's passkey (default: Just Works, no questions)")
+    static let pairWith = Option(
+        "--pair-with", value: "ADDRESS[,ADDRESS...]",
+        "birds that may be paired (bonded) with when they ask; besides these, only the ADDRESS given and birds "
+            + "already bonded are (default: none, so --all never bonds with a stranger)")
     static let pairTimeout = Option("--pair-timeout", value: "S", "deadline to pair, a person's answer included (default 30 s)")
     static let count = Option("--count", value: "N", "stop after N readings")
     static let duration = Option("--duration", value: "S", "stop after S seconds")
@@ -76,6 +85,9 @@ extension Option {
     static let mqttKey = Option("--mqtt-key", value: "FILE", "the client certificate's key (default: in --mqtt-cert)", completion: .file)
     static let mqttBuffer = Option(
         "--mqtt-buffer", value: "N", "messages kept while the broker is away, the oldest dropped beyond (default 50000)")
+    static let mqttBufferBytes = Option(
+        "--mqtt-buffer-bytes", value: "N",
+        "the same bound in bytes, topic + payload + 64 each (default \(MQTTSettings.defaultBufferByteCapacity >> 20) MiB)")
     static let noDiscovery = Option("--no-discovery", "publish no Home Assistant discovery configs")
 
     static let name = Option("--name", value: "NAME", "the name served and advertised (default Robin)")

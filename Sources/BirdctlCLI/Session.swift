@@ -2,7 +2,8 @@ import DBus
 import Glibc
 
 /// What every command shares: the system-bus connection and its loop,
-/// buffered stdout, SIGINT/SIGTERM, `--verbose` tracing, and the exit status.
+/// buffered stdout, SIGINT/SIGTERM, `--verbose` tracing, the loss of the
+/// bus, and the exit status.
 final class Session: @unchecked Sendable {
     let connection: Connection
     let stdout = LineWriter(fd: 1)
@@ -10,6 +11,12 @@ final class Session: @unchecked Sendable {
     private var status = ExitStatus.internalError
     private var finished = false
     private var stdoutClosed = false
+    /// The system bus went away: whatever ends the command, it ends with 12.
+    private(set) var busLost = false
+    /// Run on the loop when the system bus goes away, instead of ending the
+    /// command at once: what needs no bus is done, then `finish` (whose
+    /// status becomes 12). The MQTT gateway hands the broker what it holds.
+    var onBusLost: (@Sendable () -> Void)?
 
     /// Opens the system bus; a failure is reported and becomes exit code 3.
     init(json: Bool, verbose: Bool) throws(ExitStatus) {
@@ -36,6 +43,8 @@ final class Session: @unchecked Sendable {
                 stdoutClosed = true
                 onStdoutClosed()
             }
+            connection.onLoss { [self] _ in busWentAway() }
+            FreedMemory.returnPeriodically(on: connection.loop)
             body()
         }
         connection.loop.runOnCurrentThread()
@@ -47,8 +56,20 @@ final class Session: @unchecked Sendable {
         guard !finished else { return }
         finished = true
         stdout.flush()
-        self.status = stdoutClosed ? .success : status
+        self.status = stdoutClosed ? .success : busLost ? .busLost : status
         connection.loop.stop()
+    }
+
+    /// Nothing more can be asked of bluetoothd, and nothing undone (StopNotify,
+    /// Disconnect, StopDiscovery, unregistering all need the bus): no driver is
+    /// waited for. libdbus has stopped watching the socket, so without this the
+    /// loop would sleep for ever and a service would never be restarted.
+    private func busWentAway() {
+        guard !finished else { return }
+        busLost = true
+        Diagnostics.error("the system bus went away (dbus-daemon stopped or restarted); birdctl cannot go on without it")
+        guard let onBusLost else { return finish(.busLost) }
+        onBusLost()
     }
 
     private static let trace: @Sendable (Bool, Message) -> Void = { outgoing, message in

@@ -18,25 +18,52 @@ public final class BlueZClient: @unchecked Sendable {
 
     public let connection: Connection
     private let onEvent: EventHandler
-    /// Load only this device (and the adapters), not BlueZ's whole cache.
-    public let focus: String?
+
+    /// What the client loads of BlueZ's objects at start (and when bluetoothd
+    /// returns). GetManagedObjects' reply grows with every device BlueZ ever
+    /// cached; the other two do not.
+    public enum Scope: Hashable, Sendable {
+        /// Every object (GetManagedObjects).
+        case everything
+        /// The adapters, and the device at this address with its GATT
+        /// objects (`FocusedLoad`); other devices only as bluetoothd announces them.
+        case device(address: String)
+        /// The adapters only (`FocusedLoad`): devices enter as bluetoothd
+        /// announces them (InterfacesAdded) or as they are heard again
+        /// (`HeardDevices`: the first advertising change of a device the tree lacks).
+        case adapters
+    }
+
+    public let scope: Scope
+    /// The address of `.device`: load only this device (and the adapters), not BlueZ's whole cache.
+    public var focus: String? {
+        if case .device(let address) = scope { address } else { nil }
+    }
+    /// Whether the tree holds every device BlueZ has (else what needs them
+    /// all asks GetManagedObjects).
+    public var holdsEveryDevice: Bool { scope == .everything }
 
     // Loop-confined state.
     public internal(set) var tree = ObjectTree()
-    private var pendingEvents: [BlueZEvent] = []
+    var pendingEvents: [BlueZEvent] = []
     /// Where the tree keeps the Values of the characteristics that notified last.
     private var notificationSlots = NotificationSlots()
     private enum State { case idle, loading(generation: Int), ready, unavailable }
     private var state = State.idle
     private var generation = 0
+    /// Devices heard again whose GetAll is in flight (`.adapters`).
+    var heardDevices = HeardDevices()
+
+    public init(connection: Connection, scope: Scope, onEvent: @escaping EventHandler) {
+        self.connection = connection
+        self.scope = scope
+        self.onEvent = onEvent
+    }
 
     /// `focus`: a device address when the command is about that device only
-    /// (`FocusedLoad`); the tree then holds the adapters and that device, and
-    /// whatever bluetoothd announces later.
-    public init(connection: Connection, focus: String? = nil, onEvent: @escaping EventHandler) {
-        self.connection = connection
-        self.focus = focus
-        self.onEvent = onEvent
+    /// (`.device`); else every object (`.everything`).
+    public convenience init(connection: Connection, focus: String? = nil, onEvent: @escaping EventHandler) {
+        self.init(connection: connection, scope: focus.map { .device(address: $0) } ?? .everything, onEvent: onEvent)
     }
 
     /// True (on the loop) once the tree is loaded and bluetoothd is present.
@@ -66,24 +93,28 @@ public final class BlueZClient: @unchecked Sendable {
     // MARK: Loading
 
     /// Calls GetManagedObjects; signals that arrive before its reply are
-    /// already reflected in it, so they are ignored while loading. With a
-    /// focus, a `FocusedLoad` instead, under which signals are applied.
+    /// already reflected in it, so they are ignored while loading. With
+    /// another scope, a `FocusedLoad` instead, under which signals are applied.
     private func load() {
         generation += 1
         let current = generation
         state = .loading(generation: current)
         tree = ObjectTree()
-        if let focus {
+        heardDevices = HeardDevices()
+        if scope == .everything {
+            perform(.getManagedObjects()) { [self] result in loaded(generation: current, result) }
+        } else {
             let load = FocusedLoad(client: self, address: focus) { [self] in
                 if case .loading(let loading) = state { loading == current } else { false }
             }
             load.start { [self] result in
                 loaded(generation: current, result.map { tree })
             }
-        } else {
-            perform(.getManagedObjects()) { [self] result in loaded(generation: current, result) }
         }
     }
+
+    /// The generation of the tree now: a reply asked for under an older one changes nothing.
+    var treeGeneration: Int { generation }
 
     private func loaded(generation current: Int, _ result: Result<ObjectTree, BlueZError>) {
         guard case .loading(let loading) = state, loading == current else { return }
@@ -103,7 +134,7 @@ public final class BlueZClient: @unchecked Sendable {
     private var appliesSignals: Bool {
         switch state {
         case .ready: true
-        case .loading: focus != nil
+        case .loading: scope != .everything
         case .idle, .unavailable: false
         }
     }
@@ -115,6 +146,7 @@ public final class BlueZClient: @unchecked Sendable {
         if newOwner.isEmpty {
             generation += 1
             tree = ObjectTree()
+            heardDevices = HeardDevices()
             state = .unavailable
             onEvent(.unavailable(BlueZError(.bluetoothdNotRunning, message: "bluetoothd left the bus")))
         } else {
@@ -139,14 +171,15 @@ public final class BlueZClient: @unchecked Sendable {
         case .unknownObject:
             break
         case .notAValueChange:
-            tree.applyOtherPropertiesChanged(message) { pendingEvents.append($0) }
+            let known = tree.applyOtherPropertiesChanged(message) { pendingEvents.append($0) }
             deliverPendingEvents()
+            if !known, scope == .adapters, let device = tree.unknownDeviceHeard(message) { heard(device) }
         }
     }
 
     /// Events go out once the tree is updated (handlers read it), from a
     /// buffer kept between signals (this runs per notification).
-    private func deliverPendingEvents() {
+    func deliverPendingEvents() {
         // Not before `.ready`: handlers expect a loaded tree.
         if isReady { for event in pendingEvents { onEvent(event) } }
         pendingEvents.removeAll(keepingCapacity: true)

@@ -2,7 +2,8 @@ import DBus
 
 /// Loads only what a command about one device needs: every adapter, and under
 /// each the object of the device at one address with everything below it
-/// (its GATT services and characteristics) — in place of GetManagedObjects,
+/// (its GATT services and characteristics), or the adapters alone (`scan`) —
+/// in place of GetManagedObjects,
 /// whose reply grows with every device BlueZ ever cached (with 10,000 of
 /// them, ~300 ms of CPU for a read that otherwise takes 7).
 ///
@@ -12,8 +13,8 @@ import DBus
 /// already reflected in it, and the tree ends as its messages left it.
 /// Loop-confined.
 final class FocusedLoad: @unchecked Sendable {
-    /// `dev_F0_0D_B1_7D_00_01`: the path element BlueZ gives a device.
-    let deviceElement: String
+    /// `dev_F0_0D_B1_7D_00_01`: the path element BlueZ gives a device; nil: the adapters alone.
+    let deviceElement: String?
     private let client: BlueZClient
     /// False once the client started another load (bluetoothd came back):
     /// this one's replies then change nothing.
@@ -22,10 +23,11 @@ final class FocusedLoad: @unchecked Sendable {
     private var failure: BlueZError?
     private var finished: (@Sendable (Result<Void, BlueZError>) -> Void)?
 
-    init(client: BlueZClient, address: String, isCurrent: @escaping @Sendable () -> Bool) {
+    /// `address`: the device to load; nil for the adapters alone.
+    init(client: BlueZClient, address: String?, isCurrent: @escaping @Sendable () -> Bool) {
         self.client = client
         self.isCurrent = isCurrent
-        deviceElement = ObjectTree.pathElement(ofDevice: address)
+        deviceElement = address.map(ObjectTree.pathElement(ofDevice:))
     }
 
     /// `finished` runs once, on the loop, when every reply is in.
@@ -36,11 +38,18 @@ final class FocusedLoad: @unchecked Sendable {
                 let path = ObjectPath(BlueZNames.root + "/" + adapter)
                 // Not introspected: its children are every cached device.
                 loadInterfaces([BlueZNames.adapter], of: path)
-                if Introspection.isPathElement(deviceElement) {
+                if let deviceElement, Introspection.isPathElement(deviceElement) {
                     load(ObjectPath(path.rawValue + "/" + deviceElement), absentIsFine: true)
                 }
             }
         }
+    }
+
+    /// Loads `object` and everything below it (a connected device heard
+    /// again: its GATT objects); `finished` as for `start`.
+    func start(below object: ObjectPath, finished: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        self.finished = finished
+        load(object, absentIsFine: true)
     }
 
     /// An object and everything below it.

@@ -78,7 +78,12 @@ public struct ObjectTree: Hashable, Sendable {
         for name in interfaces where objects[path]?.removeValue(forKey: name) != nil {
             removed.append(name)
         }
-        if objects[path]?.isEmpty == true { objects[path] = nil }
+        if objects[path]?.isEmpty == true {
+            objects[path] = nil
+            // A dictionary keeps the room it once needed: after a crowd has
+            // come and gone (devices BlueZ forgets), give it back.
+            if objects.capacity > 1024, objects.count < objects.capacity / 8 { objects = Dictionary(uniqueKeysWithValues: objects.map { ($0, $1) }) }
+        }
         return removed
     }
 

@@ -62,12 +62,15 @@ extension ObjectTree {
     }
 
     /// A PropertiesChanged `applyNotification` declined, decoded whole.
-    public mutating func applyOtherPropertiesChanged(_ message: Message, emit: (BlueZEvent) -> Void) {
+    /// Returns false when the tree lacks the object or interface (or the
+    /// signal is malformed): nothing changed.
+    @discardableResult
+    public mutating func applyOtherPropertiesChanged(_ message: Message, emit: (BlueZEvent) -> Void) -> Bool {
         guard let path = message.path, let arguments = try? message.arguments(), arguments.count >= 2,
             let interface = arguments[0].string, let changed = arguments[1].propertyMap
-        else { return }
+        else { return false }
         let invalidated = arguments.count > 2 ? arguments[2].stringArray ?? [] : []
-        guard change(path, interface: interface, changed: changed, invalidated: invalidated) else { return }
+        guard change(path, interface: interface, changed: changed, invalidated: invalidated) else { return false }
         let names = Array(changed.keys) + invalidated
         switch interface {
         case BlueZNames.gattCharacteristic:
@@ -85,6 +88,21 @@ extension ObjectTree {
         default:
             break
         }
+        return true
+    }
+
+    /// A device the tree lacks, directly under one of its adapters, whose
+    /// advertising data changed (RSSI, ManufacturerData, …; `Device.Changes.advertisement`):
+    /// BlueZ cached it before the tree was loaded, and it was just heard
+    /// again. Its path; nil for any other signal.
+    public func unknownDeviceHeard(_ message: Message) -> ObjectPath? {
+        guard let path = message.path, objects[path] == nil, let adapter = path.parent,
+            properties(adapter, BlueZNames.adapter) != nil,
+            let arguments = try? message.arguments(), arguments.count >= 2,
+            arguments[0].string == BlueZNames.device, let changed = arguments[1].propertyMap,
+            !Device.Changes(changed.keys).isDisjoint(with: .advertisement)
+        else { return nil }
+        return path
     }
 
     private func announceAdded(_ path: ObjectPath, interface: String, _ emit: (BlueZEvent) -> Void) {

@@ -24,6 +24,8 @@ static struct {
     __typeof__(mosquitto_disconnect) *disconnect;
     __typeof__(mosquitto_loop_forever) *loop_forever;
     __typeof__(mosquitto_publish) *publish;
+    __typeof__(mosquitto_subscribe) *subscribe;
+    __typeof__(mosquitto_message_callback_set) *message_callback_set;
     __typeof__(mosquitto_strerror) *strerror_;
     __typeof__(mosquitto_connack_string) *connack_string;
 } api;
@@ -59,6 +61,8 @@ static void load(void) {
     RESOLVE(disconnect, "mosquitto_disconnect")
     RESOLVE(loop_forever, "mosquitto_loop_forever")
     RESOLVE(publish, "mosquitto_publish")
+    RESOLVE(subscribe, "mosquitto_subscribe")
+    RESOLVE(message_callback_set, "mosquitto_message_callback_set")
     RESOLVE(strerror_, "mosquitto_strerror")
     RESOLVE(connack_string, "mosquitto_connack_string")
     load_error = NULL;
@@ -114,6 +118,13 @@ int cmosq_loop_forever(struct mosquitto *mosq, int timeout, int max_packets) {
 int cmosq_publish(struct mosquitto *mosq, int *mid, const char *topic, int payloadlen, const void *payload, int qos,
                   bool retain) {
     return api.publish(mosq, mid, topic, payloadlen, payload, qos, retain);
+}
+int cmosq_subscribe(struct mosquitto *mosq, int *mid, const char *sub, int qos) {
+    return api.subscribe(mosq, mid, sub, qos);
+}
+void cmosq_message_callback_set(struct mosquitto *mosq,
+                                void (*on_message)(struct mosquitto *, void *, const struct mosquitto_message *)) {
+    api.message_callback_set(mosq, on_message);
 }
 const char *cmosq_strerror(int mosq_errno) { return api.strerror_(mosq_errno); }
 const char *cmosq_connack_string(int connack_code) { return api.connack_string(connack_code); }

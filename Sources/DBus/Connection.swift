@@ -41,7 +41,9 @@ public final class Connection: @unchecked Sendable {
     /// Owners of well-known names that match rules name as sender.
     private var nameOwners = NameOwners()
     private var trackedNames: Set<String> = []
-    private var disconnectHandlers: [@Sendable () -> Void] = []
+    private var lossHandlers: [@Sendable (ConnectionLoss) -> Void] = []
+    /// Set once the bus has gone (not by `close()`).
+    private var loss: ConnectionLoss?
     private let mainLoop: LibdbusMainLoop
     private(set) var isConnected = true
     let exports = ExportRegistry()
@@ -111,12 +113,14 @@ public final class Connection: @unchecked Sendable {
     /// the connection and the objects whose handlers it holds.
     public func close() {
         let work: @Sendable () -> Void = { [self] in
-            guard isConnected else { return }
-            dbus_connection_flush(raw)
-            dbus_connection_close(raw)
-            failEverythingPending()
+            if isConnected {
+                dbus_connection_flush(raw)
+                dbus_connection_close(raw)
+                failEverythingPending()
+            }
+            // Also after a loss: the handlers' cycles are broken all the same.
             subscriptions.removeAll()
-            disconnectHandlers.removeAll()
+            lossHandlers.removeAll()
             exports.objects.removeAll()
             tracer = nil
         }
@@ -131,9 +135,16 @@ public final class Connection: @unchecked Sendable {
         dbus_connection_unref(raw)
     }
 
-    /// Called on the loop when the bus connection is lost.
-    public func onDisconnect(_ handler: @escaping @Sendable () -> Void) {
-        loop.execute { [self] in disconnectHandlers.append(handler) }
+    /// Calls `handler` on the loop, once, if the bus goes away (the daemon
+    /// stopped or crashed, the socket failed) — not after `close()`. It runs
+    /// before the calls waiting for a reply fail with `.disconnected`, so the
+    /// owner knows why they fail; registered after the loss, it runs at once.
+    /// Nothing can be sent any more: a call fails at once with `.disconnected`.
+    public func onLoss(_ handler: @escaping @Sendable (ConnectionLoss) -> Void) {
+        loop.execute { [self] in
+            if let loss { return handler(loss) }
+            lossHandlers.append(handler)
+        }
     }
 
     // MARK: Sending and calling
@@ -325,11 +336,18 @@ public final class Connection: @unchecked Sendable {
     private static let nameOwnerChanged = CString("NameOwnerChanged")
     private static let busDriver = CString(busDriverName)
 
+    /// libdbus queues org.freedesktop.DBus.Local.Disconnected when it finds
+    /// the socket closed (EOF, or HUP/ERR on the watch) and drops its watch
+    /// of it: from then on the loop would wait for ever unless told.
     private func handleDisconnected() {
         guard isConnected else { return }
         isConnected = false
+        let loss = ConnectionLoss(unansweredCalls: pending.count)
+        self.loss = loss
+        let handlers = lossHandlers
+        lossHandlers.removeAll()
+        for handler in handlers { handler(loss) }
         failEverythingPending()
-        for handler in disconnectHandlers { handler() }
     }
 
     private func failEverythingPending() {
@@ -352,6 +370,20 @@ public final class Connection: @unchecked Sendable {
             let handled = connection.handleIncoming(Message(borrowing: message!))
             return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }, context, nil)
+    }
+}
+
+/// How a connection ended when `close()` did not end it: the bus closed it
+/// (dbus-daemon stopped, crashed or restarted) or its socket failed. libdbus
+/// tells no more than that.
+public struct ConnectionLoss: Sendable, Equatable, CustomStringConvertible {
+    /// The calls still waiting for a reply; each fails with `.disconnected`
+    /// right after the loss is reported.
+    public let unansweredCalls: Int
+
+    public var description: String {
+        "the bus closed the connection"
+            + (unansweredCalls > 0 ? " (\(unansweredCalls) call\(unansweredCalls == 1 ? "" : "s") unanswered)" : "")
     }
 }
 

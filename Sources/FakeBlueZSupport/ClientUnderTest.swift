@@ -10,13 +10,15 @@ public final class ClientUnderTest: @unchecked Sendable {
     private let continuation: AsyncStream<BlueZEvent>.Continuation
     private var iterator: AsyncStream<BlueZEvent>.Iterator
 
-    /// `focus`: load only the device at this address (`BlueZClient.focus`).
-    public init(_ fake: FakeBlueZ, focus: String? = nil, start: Bool = true) throws {
+    /// `focus`: load only the device at this address (`BlueZClient.focus`);
+    /// `scope`, if given, says what to load instead.
+    public init(_ fake: FakeBlueZ, focus: String? = nil, scope: BlueZClient.Scope? = nil, start: Bool = true) throws {
         connection = try fake.bus.connect()
         let (stream, continuation) = AsyncStream<BlueZEvent>.makeStream()
         self.continuation = continuation
         iterator = stream.makeAsyncIterator()
-        client = BlueZClient(connection: connection, focus: focus) { continuation.yield($0) }
+        let scope = scope ?? focus.map { .device(address: $0) } ?? .everything
+        client = BlueZClient(connection: connection, scope: scope) { continuation.yield($0) }
         if start { client.start() }
     }
 

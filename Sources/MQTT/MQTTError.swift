@@ -30,4 +30,8 @@ public enum MQTTEvent: Sendable, Equatable {
     case dropped(Int)
     /// Nothing more will be published.
     case failed(MQTTError)
+    /// A message on one of `MQTTSettings.subscriptions`; `retain` is set for
+    /// one the broker held when the subscription was made (not for one
+    /// published since, even if published retained).
+    case received(MQTTMessage)
 }

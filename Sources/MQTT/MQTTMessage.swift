@@ -51,8 +51,20 @@ public struct MQTTSettings: Sendable {
     public var keepaliveSeconds = 30
     /// Messages held while the broker is unreachable; beyond it the oldest go.
     public var bufferCapacity = 50_000
+    /// The same bound in bytes (each message counted as its topic, its
+    /// payload and 64 bytes of keeping): whichever is reached first.
+    public var bufferByteCapacity = defaultBufferByteCapacity
+    public static let defaultBufferByteCapacity = 16 << 20
     /// Unacknowledged QoS 1 messages handed to libmosquitto at a time.
     public var window = 64
+    /// Topic filters subscribed to (QoS 1) at every connect, before anything
+    /// queued goes out; what arrives is `MQTTEvent.received`. The session is
+    /// clean, so each reconnect subscribes again and gets the retained
+    /// messages again.
+    public var subscriptions: [String] = []
+    /// A received message with a longer topic or payload is ignored: anyone
+    /// allowed to publish on the broker may send it.
+    public var maximumIncomingSize = 4096
 
     public init(host: String, port: Int, clientID: String) {
         self.host = host

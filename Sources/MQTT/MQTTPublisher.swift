@@ -52,7 +52,8 @@ public final class MQTTPublisher: @unchecked Sendable {
         self.handle = handle
         self.settings = settings
         self.onEvent = onEvent
-        state = Locked(State(queue: OutgoingQueue(capacity: settings.bufferCapacity, window: settings.window)))
+        state = Locked(State(queue: OutgoingQueue(
+            capacity: settings.bufferCapacity, byteCapacity: settings.bufferByteCapacity, window: settings.window)))
         cmosq_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         try configure()
     }
@@ -92,6 +93,11 @@ public final class MQTTPublisher: @unchecked Sendable {
         }
         cmosq_publish_callback_set(handle) { _, context, _ in
             MQTTPublisher.from(context).acknowledged()
+        }
+        if !settings.subscriptions.isEmpty {
+            cmosq_message_callback_set(handle) { _, context, message in
+                MQTTPublisher.from(context).received(message.pointee)
+            }
         }
         listenToLog(true)
     }
@@ -147,8 +153,13 @@ public final class MQTTPublisher: @unchecked Sendable {
         state.withLock { state in
             guard !state.closing, state.failure == nil else { return }
             state.queue.setSticky(message)
-            if state.connected && !state.awaitingResends { send(message, &state) }
+            pump(&state)
         }
+    }
+
+    /// No longer publishes these topics after a reconnect (a bird forgotten).
+    public func forgetSticky(_ topics: Set<String>) {
+        state.withLock { $0.queue.forgetSticky(topics) }
     }
 
     /// Sends `final` (e.g. "offline"), then disconnects once everything queued
@@ -157,10 +168,8 @@ public final class MQTTPublisher: @unchecked Sendable {
     public func close(final: [MQTTMessage], _ done: @escaping @Sendable () -> Void) {
         let finishedAlready = state.withLock { state in
             guard state.started, state.failure == nil, !state.closing else { return true }
-            for message in final {
-                state.queue.setSticky(message)
-                if state.connected && !state.awaitingResends { send(message, &state) }
-            }
+            for message in final { state.queue.setSticky(message) }
+            pump(&state)
             state.closing = true
             state.whenClosed = done
             disconnectIfSettled(state)
@@ -171,7 +180,7 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     /// Messages waiting or unacknowledged (for the message at exit).
     public var undelivered: Int {
-        state.withLock { $0.queue.count + $0.queue.inFlight }
+        state.withLock { $0.queue.count + $0.queue.stickiesDue + $0.queue.inFlight }
     }
 
     // MARK: The publisher's thread
@@ -221,6 +230,10 @@ public final class MQTTPublisher: @unchecked Sendable {
         }
         listenToLog(false)
         lastLoggedError.withLock { $0 = nil }
+        // Before anything queued goes out: the broker handles a client's
+        // packets in order, so the retained messages arrive before the echo
+        // of anything published after this.
+        for filter in settings.subscriptions { _ = cmosq_subscribe(handle, nil, filter, 1) }
         let backlog = state.withLock { state in
             state.connected = true
             state.everConnected = true
@@ -229,7 +242,7 @@ public final class MQTTPublisher: @unchecked Sendable {
             } else {
                 resume(&state)
             }
-            return state.queue.count
+            return state.queue.count + state.queue.stickiesDue
         }
         onEvent(.connected(backlog: backlog))
         reportDropped()
@@ -263,6 +276,17 @@ public final class MQTTPublisher: @unchecked Sendable {
         reportDropped()
     }
 
+    /// On the publisher's thread; libmosquitto frees the message after this returns.
+    private func received(_ message: mosquitto_message) {
+        let limit = settings.maximumIncomingSize
+        guard let topic = message.topic, (0...limit).contains(Int(message.payloadlen)),
+            strnlen(topic, limit + 1) <= limit
+        else { return }
+        let name = String(decoding: UnsafeRawBufferPointer(start: topic, count: strlen(topic)), as: UTF8.self)
+        let payload = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen))) } ?? []
+        onEvent(.received(MQTTMessage(name, bytes: payload, retain: message.retain)))
+    }
+
     private func reportDropped() {
         let dropped = state.withLock { $0.connected ? $0.queue.takeDropped() : 0 }
         if dropped > 0 { onEvent(.dropped(dropped)) }
@@ -270,10 +294,10 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     // MARK: With the lock held
 
-    /// After (re)connecting: the sticky messages, then the queue.
+    /// After (re)connecting: the sticky messages, then the queue, a window at a time.
     private func resume(_ state: inout State) {
         state.awaitingResends = false
-        for message in state.queue.stickyMessages { send(message, &state) }
+        state.queue.makeAllStickiesDue()
         pump(&state)
         disconnectIfSettled(state)
     }
@@ -283,11 +307,6 @@ public final class MQTTPublisher: @unchecked Sendable {
         while let message = state.queue.nextToSend() {
             publishNow(message)
         }
-    }
-
-    private func send(_ message: MQTTMessage, _ state: inout State) {
-        state.queue.sendingSticky()
-        publishNow(message)
     }
 
     private func publishNow(_ message: MQTTMessage) {

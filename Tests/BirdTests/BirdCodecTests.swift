@@ -146,6 +146,31 @@ struct RSSIHistoryTests {
         #expect(history.smoothed(at: start + .seconds(3600)) == -50)
     }
 
+    /// A scan's results forget a Bird unheard for `forgetAfter`, history and
+    /// all; heard again, it is announced again.
+    @Test func scanResultsForgetABirdUnheardForForgetAfter() {
+        var results = ScanResults(forgetAfter: .seconds(10))
+        #expect(results.heard(address: "F0:0D:B1:7D:00:01", name: "Robin", rssi: -50, at: start)?.rssi == -50)
+        #expect(results.heard(address: "f0:0d:b1:7d:00:01", name: nil, rssi: -60, at: start + .seconds(5)) == nil)
+        #expect(results.heard(address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -70, at: start + .seconds(9)) != nil)
+        #expect(results.forgetUnheard(at: start + .seconds(15)) == 0)  // Robin heard 10 s ago: not yet
+        #expect(results.list(at: start + .seconds(15)).map(\.name) == ["Robin", "Wren"])
+        #expect(results.forgetUnheard(at: start + .seconds(16)) == 1)
+        #expect(results.list(at: start + .seconds(16)).map(\.name) == ["Wren"])
+        let again = results.heard(address: "F0:0D:B1:7D:00:01", name: nil, rssi: -40, at: start + .seconds(17))
+        #expect(again?.rssi == -40 && again?.history.samples.count == 1)
+        #expect(results.forgetUnheard(at: start + .seconds(60)) == 2)
+        #expect(results.isEmpty)
+    }
+
+    @Test func scanResultsAnnounceOnlyBirdsHeardStronglyEnough() {
+        var results = ScanResults(forgetAfter: .seconds(10), minimumRSSI: -55)
+        #expect(results.heard(address: "F0:0D:B1:7D:00:01", name: "Robin", rssi: -70, at: start) == nil)
+        #expect(results.list(at: start).isEmpty)
+        #expect(results.heard(address: "F0:0D:B1:7D:00:01", name: nil, rssi: -30, at: start)?.name == "Robin")  // mean -50
+        #expect(results.count == 1)
+    }
+
     @Test func adapterChoice() {
         let off = AdapterChoice(path: "/org/bluez/hci0", name: "hci0", powered: false)
         let on = AdapterChoice(path: "/org/bluez/hci1", name: "hci1", powered: true)

@@ -96,9 +96,31 @@ struct BirdFleetTests {
         #expect(!robinFound.contains(.stopScanning))
         // Heard again: the machine following it is not doubled.
         #expect(!fleet.deviceSighted(birdSighting).contains { if case .connect = $0 { true } else { false } })
-        let wrenFound = fleet.deviceSighted(wrenSighting)
+        // One bird connected to at a time: Wren waits for Robin's link.
+        #expect(fleet.deviceSighted(wrenSighting).isEmpty)
+        #expect(fleet.birdsRemembered == 2)
+        let wrenFound = fleet.connectReplied(0, .success(()))
         #expect(wrenFound.contains(.connect(1, wrenDevice)))
         #expect(fleet.currentDevices == [device, wrenDevice])
+    }
+
+    /// A crowd of birds heard while one is being connected to costs a short
+    /// line, not a machine each; the line moves as each link comes up or fails.
+    @Test func birdsHeardWhileOneIsConnectingWaitInAShortLine() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.deviceSighted(birdSighting)
+        for i in 0..<1000 {
+            let hex = String(0x1_0000 + i, radix: 16, uppercase: true).suffix(4)
+            let address = "C0:00:00:00:\(hex.prefix(2)):\(hex.suffix(2))"
+            let path = ObjectPath("/org/bluez/hci0/dev_C0_00_00_00_\(hex.prefix(2))_\(hex.suffix(2))")
+            #expect(fleet.deviceSighted(Sighting(device: path, address: address, name: nil, rssi: -60, uuids: [BirdService.uuid])).isEmpty)
+        }
+        #expect(fleet.birdsRemembered == 1 + BirdFleet.waitingLimit)
+        // Robin gives up: the first in line is connected to, one at a time.
+        let next = fleet.connectReplied(0, .failure(BlueZError(.failed, message: "le-connection-abort-by-remote")))
+        #expect(next.filter { if case .connect = $0 { true } else { false } } == [.connect(1, "/org/bluez/hci0/dev_C0_00_00_00_00_00")])
+        #expect(fleet.birdsRemembered == BirdFleet.waitingLimit)
     }
 
     @Test func aNotificationIsTheReadingOfTheBirdItCameFrom() {
@@ -174,5 +196,85 @@ struct BirdFleetTests {
         #expect(actions.filter { $0 == .stopScanning }.count == 1)
         #expect(actions.last == .finish(.success))
         #expect(fleet.stopRequested().isEmpty)
+    }
+
+    // MARK: --all: pairing, per bird
+
+    private static let notPaired = BlueZError(.notPermitted, name: "org.bluez.Error.NotPermitted", message: "Not paired")
+
+    /// Robin and Wren both named, both asking for pairing at once: each
+    /// machine pairs on its own, and each answer reaches its own.
+    @Test func birdsAskingForPairingAtOncePairEachOnItsOwn() {
+        var configuration = watchAlpha
+        configuration.pairsWith = [robin.address, wren.address]
+        var fleet = BirdFleet.streamingTwo(configuration)
+        _ = fleet.deviceDisconnected(device)
+        _ = fleet.deviceDisconnected(wrenDevice)
+        for (id, sighting, path) in [(0, birdSighting, device), (1, wrenSighting, wrenDevice)] {
+            _ = fleet.deviceSighted(sighting)
+            _ = fleet.connectReplied(id, .success(()))
+            _ = fleet.servicesResolved(device: path, characteristics: [.alpha: ObjectPath("\(path)/service000a/char000f")])
+            #expect(fleet.notifyStarted(id, .alpha, .failure(Self.notPaired)).contains(.pair(id, path)))
+        }
+        #expect(fleet.pairing(device) == robin && fleet.pairing(wrenDevice) == wren)
+        // Wren's pairing ends first (Paired), then Robin's (Pair's answer): both stream.
+        #expect(fleet.devicePaired(wrenDevice).contains(.startNotify(1, .alpha, wrenAlpha)))
+        #expect(fleet.pairCompleted(0, .success(())).contains(.startNotify(0, .alpha, characteristics[.alpha]!)))
+        #expect(fleet.pairing(device) == nil && fleet.pairing(wrenDevice) == nil)
+    }
+
+    /// A bird nobody named that asks for pairing is let go with a report
+    /// saying what to do, and not connected to again until forgotten.
+    @Test func aStrangerAskingForPairingIsDeclinedAndLeftAlone() {
+        var fleet = BirdFleet(watchAlpha, all: true, forgetAfter: .seconds(80))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.deviceSighted(birdSighting)
+        _ = fleet.connectReplied(0, .success(()))
+        _ = fleet.servicesResolved(device: device, characteristics: characteristics)
+        let refused = fleet.notifyStarted(0, .alpha, .failure(Self.notPaired))
+        #expect(!refused.contains { if case .pair = $0 { true } else { false } })
+        #expect(refused.contains(.disconnect(device)))
+        #expect(reports(refused).last == .gaveUp(.pairingNotNamed(robin, Self.notPaired)))
+        #expect(fleet.deviceSighted(birdSighting).isEmpty, "heard again: left alone")
+        for _ in 1..<BirdFleet.ticksToForget { _ = fleet.timerFired(.forgetTick) }
+        #expect(fleet.deviceSighted(birdSighting).isEmpty)
+        _ = fleet.timerFired(.forgetTick)
+        #expect(fleet.birdsRemembered == 0)
+        #expect(fleet.deviceSighted(birdSighting).contains(.connect(1, device)), "a chance again once forgotten")
+    }
+
+    // MARK: --all: forgetting birds no longer heard
+
+    @Test func aBirdNeitherHeardNorConnectedIsForgotten() {
+        var fleet = BirdFleet(watchAlpha, all: true, forgetAfter: .seconds(80))
+        #expect(fleet.bluetoothReady(adapter: adapter, requested: nil).contains(.armTimer(.forgetTick, .seconds(10))))
+        for (id, sighting, path) in [(0, birdSighting, device), (1, wrenSighting, wrenDevice)] {
+            _ = fleet.deviceSighted(sighting)
+            _ = fleet.connectReplied(id, .success(()))
+            _ = fleet.servicesResolved(device: path, characteristics: [.alpha: ObjectPath("\(path)/service000a/char000f")])
+            _ = fleet.notifyStarted(id, .alpha, .success(()))
+        }
+        // Wren's link is lost; Robin's stays up though Robin no longer advertises.
+        _ = fleet.deviceDisconnected(wrenDevice)
+        for _ in 1..<BirdFleet.ticksToForget { #expect(reports(fleet.timerFired(.forgetTick)).isEmpty) }
+        let tick = fleet.timerFired(.forgetTick)
+        #expect(reports(tick) == [.forgotten(address: wren.address)])
+        #expect(tick.last == .armTimer(.forgetTick, .seconds(10)))
+        #expect(fleet.birdsRemembered == 1 && fleet.currentDevices == [device])
+        // Heard again later: followed again, by a new machine.
+        #expect(fleet.deviceSighted(wrenSighting).contains(.connect(2, wrenDevice)))
+    }
+
+    @Test func aBirdHeardWithinTheTimeIsKept() {
+        var fleet = BirdFleet(watchAlpha, all: true, forgetAfter: .seconds(80))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.deviceSighted(birdSighting)
+        _ = fleet.connectReplied(0, .failure(BlueZError(.failed, message: "le-connection-abort-by-remote")))
+        _ = fleet.deviceSighted(birdSighting)  // machine 1, connecting
+        _ = fleet.timerFired(.machine(1, .connect))  // not connected: scanning for it
+        for _ in 0..<(3 * BirdFleet.ticksToForget) {
+            _ = fleet.deviceSighted(birdSighting)
+            #expect(reports(fleet.timerFired(.forgetTick)).isEmpty)
+        }
     }
 }

@@ -48,6 +48,14 @@ struct ArgumentsTests {
         #expect(try Self.parse("scan", "--timeout", "0").seconds(.timeout, default: .seconds(10)) == nil)
         #expect(throws: UsageError.self) { try Self.parse("read", "alpha", "F0:0D:B1:7D:00:01").addressAndFields() }
     }
+
+    /// `--forget-after S`: default 300 s; forgetting what was just heard is refused.
+    @Test func forgetAfter() throws {
+        #expect(try CommonOptions(Self.parse("scan")).forgetAfter == .seconds(600))
+        #expect(try CommonOptions(Self.parse("scan", "--forget-after", "1.5")).forgetAfter == .milliseconds(1500))
+        #expect(throws: UsageError.self) { try CommonOptions(Self.parse("scan", "--forget-after", "0")) }
+        #expect(throws: UsageError.self) { try CommonOptions(Self.parse("scan", "--forget-after", "soon")) }
+    }
 }
 
 @Suite("Every option declared once")

@@ -20,6 +20,10 @@ struct GatewayOptionsTests {
         ("mqtt://h/a/+/b", nil),
         ("tcp://h", nil),
         ("mqtt://u:p@h", nil),
+        ("mqtt://user:1883/secret@host", nil),  // a password with a '/' in it
+        ("mqtt://h/$SYS/birds", nil),
+        ("mqtt://h/$share/x", nil),
+        ("mqtt://h/a$b", GatewayOptions.Target(secure: false, host: "h", port: 1883, prefix: "a$b")),
     ])
     func urls(_ url: String, _ expected: GatewayOptions.Target?) {
         let parsed = try? GatewayOptions.parse(url)
@@ -46,8 +50,151 @@ struct GatewayOptionsTests {
         #expect(state.retain && value.retain)
     }
 
+    @Test func alphaIsAPercentageForHomeAssistantAndDevicesHaveCleanNames() throws {
+        let robin = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01", address: "F0:0D:B1:7D:00:01", name: "Robin")
+        let messages = GatewayMessages(prefix: "birdctl/kitchen")
+        let configs = messages.birdDiscovery(robin, version: "1")
+        let alpha = try #require(configs.first { $0.topic.hasSuffix("_alpha/config") })
+        let text = String(decoding: alpha.payload, as: UTF8.self)
+        #expect(text.contains(#""unit_of_measurement":"%""#), "\(text)")
+        #expect(text.contains(#""value_template":"{{ (value | float * 100) | round(0) | int }}""#), "\(text)")
+        #expect(!String(decoding: configs[0].payload, as: UTF8.self).contains("unit_of_measurement"), "the name has no unit")
+        let gateway = String(decoding: messages.gatewayDiscovery(version: "1").payload, as: UTF8.self)
+        #expect(gateway.contains(#""name":"birdctl kitchen""#), "\(gateway)")
+        #expect(GatewayMessages(prefix: "home/birds").deviceName == "birdctl home/birds")
+    }
+
     @Test func theGatewayIdComesFromThePrefix() {
         #expect(GatewayMessages(prefix: "birdctl/kitchen-1").gatewayID == "birdctl_kitchen-1")
-        #expect(GatewayMessages(prefix: "home/bird.s").gatewayID == "home_bird_s")
+        #expect(GatewayMessages(prefix: "home/bird.s").gatewayID == "home_bird__2es")
+        #expect(GatewayOptions.gatewayID("a/b") == "a_b" && GatewayOptions.gatewayID("a_b") == "a__5fb")
+    }
+
+    @Test(arguments: [
+        ["a/b", "a_b", "a__b", "a/_b", "a_/b", "a/5fb", "a_5fb", "a/__5fb"],
+        ["k/é", "k/__c3__a9", "k_é", "é/x", "x-y", "x/-y", "x-/y"],
+    ])
+    func gatewayIdsAreOneToOne(_ prefixes: [String]) {
+        let ids = prefixes.map(GatewayOptions.gatewayID)
+        #expect(Set(ids).count == prefixes.count, "\(ids)")
+        for (prefix, id) in zip(prefixes, ids) {
+            #expect(Self.decodedGatewayID(id) == prefix, "\(id)")
+            #expect(id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }, "\(id)")
+        }
+    }
+
+    /// The inverse of `gatewayID`: a run of one `_` is `/`, of two a byte, of three `/` and a byte.
+    static func decodedGatewayID(_ id: String) -> String? {
+        var bytes: [UInt8] = []
+        var chars = Array(id.utf8)[...]
+        while let c = chars.first {
+            guard c == UInt8(ascii: "_") else {
+                bytes.append(chars.removeFirst())
+                continue
+            }
+            let run = chars.prefix { $0 == UInt8(ascii: "_") }.count
+            chars = chars.dropFirst(run)
+            if run == 1 || run == 3 { bytes.append(UInt8(ascii: "/")) }
+            if run >= 2 {
+                guard let byte = UInt8(String(decoding: chars.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(byte)
+                chars = chars.dropFirst(2)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test(arguments: [
+        "mqtt://user:1883/s3cret@host", "http://user:s3cret@host", "s3cret", "foo://s3cret/x", "mqtt://h:s3cret",
+        "mqtt://[::1:s3cret", "mqtt://[::1]s3cret", "mqtts://u:s3cret@[::1]:8883/p", "mqtt://user@s3cret:1883/x",
+    ])
+    func noErrorEchoesAPassword(_ url: String) {
+        do {
+            _ = try GatewayOptions.parse(url)
+            Issue.record("\(url) was accepted")
+        } catch {
+            #expect(!error.message.contains("s3cret"), "\(error.message)")
+        }
+    }
+
+    @Test(arguments: [
+        ("mqtt://broker.lan", true), ("mqtt://10.0.0.2:1883/x", true),
+        ("mqtt://127.0.0.1", false), ("mqtt://localhost", false), ("mqtt://[::1]", false),
+    ])
+    func aPasswordInPlainTextToAnotherHostIsWarnedOf(_ url: String, _ warned: Bool) throws {
+        let arguments = try Arguments(["--mqtt", url], accepting: WatchCommand.command.options)
+        let withPassword = try #require(try GatewayOptions(
+            arguments, environment: ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"]))
+        #expect(withPassword.warnings.contains { $0.contains("plain text") } == warned, "\(withPassword.warnings)")
+        #expect(withPassword.warnings.allSatisfy { !$0.contains("p)") })
+        let anonymous = try #require(try GatewayOptions(arguments, environment: [:]))
+        #expect(anonymous.warnings.isEmpty)
+    }
+
+    @Test func theBufferIsBoundedInMessagesAndBytes() throws {
+        let parse = { (extra: [String]) in
+            try GatewayOptions(try Arguments(["--mqtt", "mqtt://h"] + extra, accepting: WatchCommand.command.options), environment: [:])
+        }
+        let defaults = try #require(try parse([]))
+        #expect(defaults.settings.bufferCapacity == 50_000 && defaults.settings.bufferByteCapacity == 16 << 20)
+        let set = try #require(try parse(["--mqtt-buffer", "10", "--mqtt-buffer-bytes", "65536"]))
+        #expect(set.settings.bufferCapacity == 10 && set.settings.bufferByteCapacity == 65536)
+        #expect(throws: UsageError.self) { try parse(["--mqtt-buffer-bytes", "100"]) }
+        #expect(throws: UsageError.self) {
+            try GatewayOptions(try Arguments(["--mqtt-buffer-bytes", "65536"], accepting: WatchCommand.command.options), environment: [:])
+        }
+    }
+
+    @Test(arguments: [
+        (BirdctlCLI.ExitStatus.success, true, BirdctlCLI.ExitStatus.success), (.success, false, .mqttFailed), (.interrupted, false, .mqttFailed),
+        (.interrupted, true, .interrupted), (.connectionFailed, false, .connectionFailed), (.mqttFailed, true, .mqttFailed),
+    ])
+    func readingsTheBrokerNeverGotFailTheRunUnlessBluetoothFailedFirst(_ status: BirdctlCLI.ExitStatus, _ delivered: Bool, _ exit: BirdctlCLI.ExitStatus) {
+        #expect(MQTTGateway.exitStatus(status, delivered: delivered) == exit)
+    }
+
+    @Test func noWarningOverTLS() throws {
+        let arguments = try Arguments(["--mqtt", "mqtts://broker.lan", "--mqtt-ca", "/etc/hostname"], accepting: WatchCommand.command.options)
+        let options = try #require(try GatewayOptions(arguments, environment: ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"]))
+        #expect(options.warnings.isEmpty, "\(options.warnings)")
+    }
+}
+
+@Suite("MQTT gateway: what it reads back from the broker")
+struct GatewayReadBackTests {
+    let messages = GatewayMessages(prefix: "home/birds")
+
+    @Test func aRetainedOnlineStatusNamesItsBird() {
+        let held = MQTTMessage("home/birds/F0:0D:B1:7D:00:01/status", "online", retain: true)
+        #expect(messages.retainedOnline(held) == "F0:0D:B1:7D:00:01")
+    }
+
+    @Test(arguments: [
+        MQTTMessage("home/birds/F0:0D:B1:7D:00:01/status", "online", retain: false),  // published since: live truth
+        MQTTMessage("home/birds/F0:0D:B1:7D:00:01/status", "offline", retain: true),
+        MQTTMessage("home/birds/status", "online", retain: true),  // the gateway's own
+        MQTTMessage("home/birds/evil/status", "online", retain: true),  // not an address: anyone's
+        MQTTMessage("home/other/F0:0D:B1:7D:00:01/status", "online", retain: true),
+        MQTTMessage("home/birds/F0:0D:B1:7D:00:01/x/status", "online", retain: true),
+    ])
+    func anythingElseIsIgnored(_ message: MQTTMessage) {
+        #expect(messages.retainedOnline(message) == nil, "\(message.topic)")
+    }
+
+    @Test func retiringTakesOnlyThisGatewaysTopics() {
+        let gateway = GatewayMessages(prefix: "gw")
+        let robin = "F0:0D:B1:7D:00:01"
+        let topics = [
+            "gw/status", "gw/\(robin)", "gw/\(robin)/alpha", "gw/\(robin)/status", "gw/F0:0D:B1:7D:00:02/name",
+            "homeassistant/binary_sensor/birdctl_gw/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config",
+            "homeassistant/sensor/birdctl_gw_f00db17d0002_name/config",
+            // Not this gateway's: a gateway under its prefix, another, a look-alike, anyone's.
+            "gw/nested/status", "gw/nested/\(robin)/alpha", "homeassistant/sensor/birdctl_gw_nested_F00DB17D0001_alpha/config",
+            "homeassistant/sensor/birdctl_gwx_F00DB17D0001_alpha/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_size/config",
+            "homeassistant/sensor/birdctl_gw_F00DB17D000Z_alpha/config", "gw/notes", "homeassistant/sensor/thermo/config",
+        ]
+        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<8]))
+        #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6]])
+        #expect(gateway.topicsToClear(topics, onlyBirds: ["F0:0D:B1:7D:00:02"]) == [topics[4], topics[7]])
     }
 }

@@ -33,7 +33,7 @@ struct LayeringTests {
         "ManufacturerData", "ServiceData", "TxPower", "Paired", "Notifying", "NotifyAcquired", "Value", "Flags", "MTU",
     ]
 
-    @Test(arguments: ["Bird", "BirdctlCLI", "birdctl"])
+    @Test(arguments: ["Bird", "Sinks", "BirdctlCLI", "birdctl"])
     func noBlueZNameAboveTheBlueZLayer(_ target: String) throws {
         for file in try Self.files(of: target) {
             for literal in Self.literals(file.text) {
@@ -46,11 +46,11 @@ struct LayeringTests {
 
     @Test(arguments: [
         ("Threads", []), ("DBus", ["CDBus", "Threads"]), ("BlueZ", ["DBus"]), ("Bird", ["BlueZ", "DBus"]),
-        ("MQTT", ["CMosquitto", "Threads"]),
-        ("BirdctlCLI", ["Bird", "BlueZ", "DBus", "MQTT"]), ("birdctl", ["BirdctlCLI", "DBus"]),
+        ("MQTT", ["CMosquitto", "Threads"]), ("Sinks", ["Bird"]),
+        ("BirdctlCLI", ["Bird", "BlueZ", "DBus", "MQTT", "Sinks"]), ("birdctl", ["BirdctlCLI", "DBus"]),
     ])
     func importsOnlyPointDown(_ target: String, _ allowed: [String]) throws {
-        let ours: Set<String> = ["Threads", "CDBus", "DBus", "BlueZ", "Bird", "BirdctlCLI", "CMosquitto", "MQTT"]
+        let ours: Set<String> = ["Threads", "CDBus", "DBus", "BlueZ", "Bird", "Sinks", "BirdctlCLI", "CMosquitto", "MQTT"]
         for file in try Self.files(of: target) {
             for line in file.text.split(separator: "\n") where line.hasPrefix("import ") {
                 let module = String(line.dropFirst("import ".count))
@@ -64,7 +64,7 @@ struct LayeringTests {
     /// does the tests' support (its sockaddr and posix_spawn's string arrays are
     /// handled in CTestSupport).
     @Test(arguments: [
-        "BlueZ", "Bird", "BirdctlCLI", "birdctl", "BlueZTestSupport", "TestProcesses", "FakeBlueZSupport",
+        "BlueZ", "Bird", "Sinks", "BirdctlCLI", "birdctl", "BlueZTestSupport", "TestProcesses", "FakeBlueZSupport",
         "MosquittoSupport", "test-support-probe",
     ])
     func noPointersAboveTheDBusLayer(_ target: String) throws {
@@ -97,7 +97,7 @@ struct LayeringTests {
     /// ContinuousClock) or libdispatch links it in, and a `read` then maps
     /// more code and runs its start-up (docs/performance.md). Tests await
     /// through BlueZTestSupport.
-    @Test(arguments: ["Threads", "DBus", "BlueZ", "Bird", "MQTT", "BirdctlCLI", "birdctl"])
+    @Test(arguments: ["Threads", "DBus", "BlueZ", "Bird", "MQTT", "Sinks", "BirdctlCLI", "birdctl"])
     func noConcurrencyRuntimeOrDispatchInWhatBirdctlLinks(_ target: String) throws {
         let regex = try NSRegularExpression(
             pattern: #"\b(async|await|actor|Task|TaskGroup|AsyncStream|AsyncSequence|ContinuousClock|SuspendingClock|MainActor|withChecked\w*Continuation|Dispatch\w*|Foundation)\b"#)

@@ -46,6 +46,67 @@ struct ScanTests {
         #expect(try await fake.birdctl("read", bird, "name").stdout == ["Gatty"])
     }
 
+    /// A scan loads the adapters, not BlueZ's cache (GetManagedObjects grows
+    /// with it): a cached bird heard again is found with its name, after one
+    /// GetAll of it; a cached device heard again without the Bird Service is not.
+    @Test func aScanLoadsNoCacheAndFindsACachedBirdHeardAgainWithItsName() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.call("AddCachedDevices", .uint32(2_000))
+        try await fake.addBird(rssi: -48, cached: true)
+        let thermometer = try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer", cached: true)
+        let result = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
+        #expect(result.status == 0, "\(result.stderr)")
+        let found = try result.stdout.map(parseJSON).filter { $0["event"] as? String == "found" }
+        #expect(found.count == 1, "\(result.stdout)")
+        #expect(found.first?["address"] as? String == bird)
+        #expect(found.first?["name"] as? String == "Robin")
+        #expect(found.first?["rssi"] as? Int == -48)
+        let calls = try await fake.calls()
+        #expect(!calls.contains { $0.hasPrefix("GetManagedObjects") }, "\(calls.filter { !$0.hasPrefix("GetAll") })")
+        #expect(calls.filter { $0.hasPrefix("GetAll \(birdPath) ") } == ["GetAll \(birdPath) org.bluez.Device1"])
+        #expect(calls.contains("GetAll \(thermometer) org.bluez.Device1"))  // heard, asked, not a Bird
+        #expect(calls.filter { $0.hasPrefix("GetAll") }.count < 10, "\(calls.filter { $0.hasPrefix("GetAll") })")
+    }
+
+    /// Another client's discovery heard the bird before the scan started:
+    /// BlueZ does not announce it again, so the scan asks BlueZ for what it heard.
+    @Test func aScanFindsABirdWhileAnotherClientIsDiscovering() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(cached: true)
+        let other = try ClientUnderTest(fake)
+        try await other.ready()
+        try await other.perform(.startDiscovery(adapter: "/org/bluez/hci0"))
+        try await other.next { if case .deviceChanged(let d, _) = $0 { d.rssi != nil } else { false } }
+        let result = try await fake.birdctl("scan", "--timeout", "0.5")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.count == 1 && result.stdout[0].contains("Robin"), "\(result.stdout)")
+    }
+
+    /// `--forget-after`: a bird unheard that long is forgotten (it leaves the
+    /// list), and when it is heard again it is reported again as found.
+    @Test func aBirdUnheardForForgetAfterIsForgottenAndFoundAgain() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird(rssi: -48)
+        let scan = try fake.launch("scan", "--timeout", "0", "--json", "--forget-after", "0.2")
+        _ = try await scan.line(containing: "\"found\"")
+        // Heard again after a second of silence, each second until it is
+        // found again (a loaded machine may run birdctl's timer late).
+        let hearing = Task {
+            for attempt in 0..<30 {
+                try await Task.sleep(for: .seconds(1))
+                try await fake.call("SetRSSI", .string(bird), .int16(attempt % 2 == 0 ? -60 : -48))
+            }
+        }
+        defer { hearing.cancel() }
+        let again = try await scan.nextLine(within: .seconds(40))
+        let line = try parseJSON(try #require(again, "not found again; stderr: \(scan.stderr)"))
+        #expect(line["event"] as? String == "found")
+        #expect(line["address"] as? String == bird)
+        scan.signal(SIGINT)
+        let finished = try await scan.finish()
+        #expect(finished.status == 0, "\(finished.stderr)")
+    }
+
     @Test func nothingFoundExitsSix() async throws {
         let fake = try FakeBlueZ()
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")

@@ -62,6 +62,78 @@ struct MQTTGatewayTests {
         }
     }
 
+    @Test func aGatewayKilledWhileABirdWasOnlineLeavesItOfflineOnceRestartedWithoutIt() async throws {
+        // The will covers only the gateway's status: a bird's retained
+        // "online" outlives a kill -9. The gateway that starts again (not
+        // hearing the bird) reads the retained statuses and corrects them.
+        let broker = try MosquittoBroker()
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let first = try fake.launch("watch", "--all", "--quiet", "--mqtt", broker.url(prefix: "gw"))
+        let subscriber = try await broker.subscribe(["gw/\(bird)/status", "gw/status"])
+        _ = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/status" && $0.payload == "online" })
+        first.signal(SIGKILL)
+        _ = try await first.waitForExit()
+        _ = try await subscriber.messages(until: { $0.topic == "gw/status" && $0.payload == "offline" })
+        #expect(try broker.retained("gw/#")["gw/\(bird)/status"] == "online", "the stale status this test is about")
+
+        let empty = try FakeBlueZ()
+        let second = try empty.launch("watch", "--all", "--quiet", "--mqtt", broker.url(prefix: "gw"))
+        _ = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/status" && $0.payload == "offline" })
+        let retained = try broker.retained("gw/#")
+        #expect(retained["gw/status"] == "online")
+        #expect(retained["gw/\(bird)/status"] == "offline")
+        second.signal(SIGTERM)
+        #expect(try await second.waitForExit() == 0)
+    }
+
+    @Test func retireClearsABirdThenTheGatewayAndLeavesOthersAlone() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        for prefix in ["gw", "gw/nested", "other"] {
+            let finished = try await fake.birdctl("watch", "--count", "3", "--quiet", "--mqtt", broker.url(prefix: prefix))
+            #expect(finished.status == 0, "\(finished.stderr)")
+        }
+        let before = try broker.retained("#")
+        let ours = ["gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D"]
+        let others = before.filter { topic in !topic.key.hasPrefix("birdctl-test/") && !ours.contains { topic.key.hasPrefix($0) } }
+        #expect(others.keys.contains("gw/nested/status") && others.keys.contains("other/\(bird)/alpha"))
+        #expect(before["homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"] != nil)
+
+        // Running: refused, nothing cleared.
+        let running = try fake.launch("watch", "--quiet", "--mqtt", broker.url(prefix: "gw"))
+        #expect(await running.stderr(contains: "connected to the MQTT broker"))
+        let refused = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
+        #expect(refused.status == 2 && refused.stderr.contains("is online"), "\(refused.stderr)")
+        running.signal(SIGTERM)
+        #expect(try await running.waitForExit() == 0)
+
+        let one = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw"), bird.lowercased()], environment: [:])
+        #expect(one.status == 0, "\(one.stderr)")
+        var left = try broker.retained("#")
+        #expect(left.keys.filter { $0.hasPrefix("gw/F0") || $0.contains("birdctl_gw_F00D") }.isEmpty, "\(left.keys.sorted())")
+        #expect(left["gw/status"] == "offline" && left["homeassistant/binary_sensor/birdctl_gw/config"] != nil)
+        #expect(Set(one.stdout).contains("homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"), "\(one.stdout)")
+
+        let all = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
+        #expect(all.status == 0, "\(all.stderr)")
+        left = try broker.retained("#")
+        #expect(left["gw/status"] == nil && left["homeassistant/binary_sensor/birdctl_gw/config"] == nil)
+        #expect(left.filter { !$0.key.hasPrefix("birdctl-test/") } == others)
+    }
+
+    @Test func retireWithoutABrokerIsElevenAndWithBadArgumentsTwo() async throws {
+        let broker = try MosquittoBroker()
+        broker.stop()
+        let unreachable = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
+        #expect(unreachable.status == 11 && unreachable.stderr.contains("cannot reach the MQTT broker"), "\(unreachable.stderr)")
+        for arguments in [["retire"], ["retire", "--mqtt", "mqtt://127.0.0.1/gw", "robin"]] {
+            let usage = try await BirdctlProcess.run(arguments, environment: [:])
+            #expect(usage.status == 2, "\(arguments): \(usage.stderr)")
+        }
+    }
+
     @Test func aBrokerRestartMidStreamLosesNoReading() async throws {
         // QoS 1 both ways and a persistent subscriber session: every reading
         // arrives, in order; a message in flight when the broker went may come
@@ -108,11 +180,12 @@ struct MQTTGatewayTests {
             if line.contains("\"reading\"") { readings += 1 }
         }
         #expect(readings == 2000)
-        let start = ContinuousClock.now
+        // The broker stays stopped: that birdctl exits at all shows it gave up
+        // on it (two 3 s deadlines without progress); how fast is no test's
+        // business on shared cores (an 8 s bound failed at 8.1 s under a load of 11).
         watch.signal(SIGTERM)
-        let status = try await watch.waitForExit(within: .seconds(10))
+        let status = try await watch.waitForExit(within: .seconds(60))
         #expect(status == 11, "readings the broker never took are a failure")
-        #expect(ContinuousClock.now - start < .seconds(8))
         #expect(watch.stderr.contains("did not take"), "\(watch.stderr)")
     }
 

@@ -165,6 +165,62 @@ struct BlueZClientTests {
         #expect(await test.client.snapshot() == (try await expected()))
     }
 
+    /// A tree of adapters only (what `scan` loads): no device of BlueZ's
+    /// cache, and no GetManagedObjects; a cached device heard again enters
+    /// with its properties after one GetAll, and is then kept by signals.
+    @Test func aTreeOfAdaptersTakesInACachedDeviceWhenItIsHeardAgain() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        try await fake.call("AddCachedDevices", .uint32(500))
+        try await fake.addBird(rssi: -47, cached: true)
+        let test = try ClientUnderTest(fake, scope: .adapters)
+        try await test.ready()
+        let loaded = await test.client.snapshot()
+        #expect(loaded.adapters.map(\.interfaceName) == ["hci0", "hci1"])
+        #expect(loaded.objects.count == 2, "\(loaded.objects.keys)")
+        #expect(try await fake.calls().filter { $0.hasPrefix("GetManagedObjects") }.isEmpty)
+
+        try await test.perform(.startDiscovery(adapter: hci0))
+        let event = try await test.next { if case .deviceAdded = $0 { true } else { false } }
+        guard case .deviceAdded(let device) = event else { return }
+        #expect(device.path == birdPath)
+        #expect(device.name == "Robin")
+        #expect(device.rssi == -47)
+        let full = try ObjectTree(managedObjects: try await fake.managedObjects())
+        #expect(await test.client.snapshot().properties(birdPath, "org.bluez.Device1") == full.properties(birdPath, "org.bluez.Device1"))
+
+        try await fake.call("SetRSSI", .string(birdAddress), .int16(-60))
+        try await test.next { if case .deviceChanged(let d, _) = $0 { d.path == birdPath && d.rssi == -60 } else { false } }
+        let asked = try await fake.calls().filter { $0.hasPrefix("GetAll \(birdPath) ") }
+        #expect(asked == ["GetAll \(birdPath) org.bluez.Device1"])
+        #expect(await test.client.snapshot().devices(on: hci0).map(\.path) == [birdPath])
+    }
+
+    /// A connected device heard again enters with its GATT objects, as
+    /// GetManagedObjects has them.
+    @Test func aTreeOfAdaptersTakesInAConnectedDeviceWithItsGattObjects() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.call("AddCachedDevices", .uint32(100))
+        try await fake.addBird(cached: true)
+        let other = try ClientUnderTest(fake)
+        try await other.ready()
+        try await other.perform(.startDiscovery(adapter: hci0))
+        try await other.next { if case .deviceChanged(let d, _) = $0 { d.rssi != nil } else { false } }  // heard
+        try await other.connectBird()
+
+        let test = try ClientUnderTest(fake, scope: .adapters)
+        try await test.ready()
+        #expect(await test.client.snapshot().device(birdPath) == nil)
+        try await fake.call("SetRSSI", .string(birdAddress), .int16(-61))
+        try await test.next { if case .deviceAdded(let d) = $0 { d.path == birdPath } else { false } }
+        let full = try ObjectTree(managedObjects: try await fake.managedObjects())
+        let tree = await test.client.snapshot()
+        #expect(tree.characteristics(under: birdPath).count == full.characteristics(under: birdPath).count)
+        #expect(tree.characteristics(under: birdPath).count >= 3)
+        for path in full.objects.keys where path == birdPath || path.isDescendant(of: birdPath) {
+            #expect(tree.objects[path] == full.objects[path], "\(path)")
+        }
+    }
+
     @Test func introspectionReadsTheRootsInterfacesAndChildrenOnly() {
         let bluetoothd = """
             <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"

@@ -1,5 +1,6 @@
 import BlueZTestSupport
 import Dispatch
+import Foundation
 @testable import DBus
 import Testing
 
@@ -182,5 +183,72 @@ struct ConnectionTests {
                 destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                 interface: "org.freedesktop.DBus", member: "GetId")
         }
+    }
+    /// dbus-daemon killed under a call waiting for its reply: the owner hears
+    /// of the loss once, on the loop, before that call fails; one who asks
+    /// later hears at once; nothing can be sent any more. Before the loss was
+    /// reported, nobody learnt of it and `birdctl watch` waited for ever.
+    @Test func aBusThatGoesAwayIsReportedBeforeTheCallsWaitingFail() async throws {
+        let bus = try PrivateBus()
+        let server = try bus.connect()
+        let client = try bus.connect()
+        defer {
+            client.close()
+            server.close()
+        }
+        let (arrived, arrival) = AsyncStream<Void>.makeStream()
+        server.export("/hold", [
+            ExportedInterface("org.birdctl.Test", deferredMethods: ["Hold": { _, _ in arrival.yield() }])
+        ])
+        let held = try Message.methodCall(
+            destination: server.uniqueName, path: "/hold", interface: "org.birdctl.Test", member: "Hold")
+        let record = EventRecord()
+        client.onLoss { loss in record.add("lost, \(loss.unansweredCalls) unanswered, on the loop: \(client.loop.isInLoop)") }
+        let failure = await withCheckedContinuation { (continuation: CheckedContinuation<DBusError?, Never>) in
+            client.call(held, timeout: .seconds(20)) { result in
+                if case .failure(let error) = result { record.add("call failed: \(error.kind)") }
+                continuation.resume(returning: result.failure)
+            }
+            Task {
+                var iterator = arrived.makeAsyncIterator()
+                await iterator.next()
+                bus.stop()  // SIGKILL
+            }
+        }
+        #expect(failure?.kind == .disconnected, "\(String(describing: failure))")
+        #expect(record.events == ["lost, 1 unanswered, on the loop: true", "call failed: disconnected"])
+
+        let late = await withCheckedContinuation { continuation in client.onLoss { continuation.resume(returning: $0) } }
+        #expect(late == ConnectionLoss(unansweredCalls: 1))
+        await #expect(throws: DBusError.self) {
+            try await client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                  interface: "org.freedesktop.DBus", member: "GetId")
+        }
+    }
+
+    @Test func aClosedConnectionIsNotALostOne() throws {
+        let bus = try PrivateBus()
+        let connection = try bus.connect()
+        let record = EventRecord()
+        connection.onLoss { _ in record.add("lost") }
+        connection.close()
+        // The loop has ended: this runs here and now, and finds no loss.
+        connection.onLoss { _ in record.add("lost, asked after close") }
+        #expect(record.events.isEmpty)
+    }
+}
+
+/// What happened, in order (appended on a connection's loop, read after).
+private final class EventRecord: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [String] = []
+    func add(_ event: String) { lock.withLock { recorded.append(event) } }
+    var events: [String] { lock.withLock { recorded } }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -93,4 +93,65 @@ struct OutgoingQueueTests {
             MQTTMessage("a/status", "offline", retain: true), MQTTMessage("b/status", "online", retain: true),
         ])
     }
+
+    @Test func theBufferIsBoundedInBytesToo() {
+        // 10 bytes of payload + 1 of topic + 64 of keeping = 75 a message.
+        let big = { (i: Int) in MQTTMessage("t", String(repeating: String(i % 10), count: 10), retain: false) }
+        var queue = OutgoingQueue(capacity: 1000, byteCapacity: 75 * 4, window: 100)
+        var drops = 0
+        for i in 0..<10 where queue.append(big(i)) { drops += 1 }
+        #expect(queue.count == 4 && queue.bytes == 300 && drops == 6 && queue.takeDropped() == 6)
+        var kept: [MQTTMessage] = []
+        while let next = queue.nextToSend() { kept.append(next) }
+        #expect(kept == (6..<10).map(big) && queue.bytes == 0)
+        // One message larger than the whole bound is kept alone, not lost.
+        let huge = MQTTMessage("t", String(repeating: "x", count: 1000), retain: false)
+        #expect(queue.append(huge) == false && queue.count == 1)
+    }
+
+    @Test func aReconnectsStickyMessagesGoAWindowAtATimeBeforeTheQueue() {
+        var queue = OutgoingQueue(capacity: 1000, window: 64)
+        for bird in 0..<500 { queue.setSticky(MQTTMessage("b\(bird)/status", "offline", retain: true)) }
+        queue.append(Self.message(0))
+        var handed = 0
+        while queue.nextToSend() != nil { handed += 1 }
+        #expect(handed == 64 && queue.inFlight == 64 && queue.stickiesDue == 436)
+        for _ in 0..<64 { queue.acknowledged() }
+        // A reconnect: all due again, still 64 at a time, the queue after them.
+        queue.makeAllStickiesDue()
+        var sent: [String] = []
+        while true {
+            var round = 0
+            while let next = queue.nextToSend() {
+                sent.append(next.topic)
+                round += 1
+            }
+            #expect(round <= 64)
+            if round == 0 { break }
+            for _ in 0..<round { queue.acknowledged() }
+        }
+        #expect(sent == (0..<500).map { "b\($0)/status" } + ["t"] && queue.isSettled)
+    }
+
+    @Test func aForgottenStickyMessageIsNeitherDueNorResent() {
+        var queue = OutgoingQueue(capacity: 10, window: 10)
+        queue.setSticky(MQTTMessage("a/status", "online", retain: true))
+        queue.setSticky(MQTTMessage("b/status", "online", retain: true))
+        queue.forgetSticky(["a/status"])
+        #expect(queue.nextToSend()?.topic == "b/status" && queue.nextToSend() == nil)
+        queue.acknowledged()
+        queue.makeAllStickiesDue()
+        #expect(queue.nextToSend()?.topic == "b/status" && queue.nextToSend() == nil)
+        #expect(queue.stickyMessages.map(\.topic) == ["b/status"])
+    }
+
+    @Test func stickyMessagesSetAndSentForeverKeepNothingGrowing() {
+        var queue = OutgoingQueue(capacity: 10, window: 10)
+        for i in 0..<1000 {
+            queue.setSticky(MQTTMessage("b\(i % 3)/status", i % 2 == 0 ? "online" : "offline", retain: true))
+            #expect(queue.nextToSend() != nil)
+            queue.acknowledged()
+        }
+        #expect(queue.dueListLength == 0 && queue.stickyMessages.count == 3 && queue.isSettled)
+    }
 }

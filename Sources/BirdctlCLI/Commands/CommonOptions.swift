@@ -8,8 +8,12 @@ struct CommonOptions {
     var verbose: Bool
     var powerOn: Bool
     var minimumRSSI: Int?
+    /// `--forget-after S`: how long a Bird may go unheard before it is forgotten.
+    var forgetAfter: Duration
     var pairs: Bool
     var confirmPairing: Bool
+    /// `--pair-with`: addresses, upper case.
+    var pairsWith: Set<String>
 
     init(_ arguments: Arguments) throws(UsageError) {
         adapter = arguments.value(.adapter)
@@ -20,9 +24,23 @@ struct CommonOptions {
         verbose = arguments.has(.verbose)
         powerOn = arguments.has(.powerOn)
         minimumRSSI = try arguments.integer(.minimumRSSI, range: -127...20)
+        forgetAfter = try arguments.seconds(.forgetAfter, default: ScanDriver.defaultForgetAfter, zeroMeansNone: false)
+            ?? ScanDriver.defaultForgetAfter
+        // Forgetting what was just heard would report a Bird again at every advertisement.
+        if forgetAfter < .seconds(0.1) { throw UsageError("--forget-after expects at least 0.1 seconds") }
         pairs = !arguments.has(.noPair)
         confirmPairing = arguments.has(.confirmPairing)
         if confirmPairing && !pairs { throw UsageError("--confirm-pairing and --no-pair contradict each other") }
+        pairsWith = []
+        if let list = arguments.value(.pairWith) {
+            if !pairs { throw UsageError("--pair-with and --no-pair contradict each other") }
+            for address in list.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {
+                guard Arguments.isAddress(address) else {
+                    throw UsageError("--pair-with expects addresses like AA:BB:CC:DD:EE:FF, separated by commas; got '\(address)'")
+                }
+                pairsWith.insert(address.uppercased())
+            }
+        }
     }
 
     var adapterOptions: AdapterOptions {
@@ -48,27 +66,23 @@ struct CommonOptions {
         return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
     }
 
-    /// The central's driver for a fleet, with the pairing prompt if asked for
-    /// (`pairing` reports tell the prompt whom it asks about).
+    /// The central's driver for a fleet, with the pairing prompt if asked for.
     func centralDriver(
         _ session: Session, _ fleet: BirdFleet, onReport: @escaping CentralDriver.ReportHandler,
         onFinish: @escaping CentralDriver.FinishHandler
     ) throws(UsageError) -> CentralDriver {
-        let prompt = confirmPairing ? PairingPrompt(loop: session.connection.loop) : nil
+        let formatter = session.formatter
+        let prompt = confirmPairing ? PairingPrompt(loop: session.connection.loop, label: formatter.label) : nil
         if confirmPairing && prompt == nil { throw UsageError("--confirm-pairing needs a terminal to ask on") }
         return CentralDriver(
-            connection: session.connection, fleet: fleet, options: adapterOptions, confirmPairing: prompt?.confirm,
-            onReport: { report in
-                if case .pairing(let peripheral) = report { prompt?.label = session.formatter.label(peripheral) }
-                onReport(report)
-            },
-            onFinish: onFinish)
+            connection: session.connection, fleet: fleet, options: adapterOptions, person: prompt?.questions,
+            onReport: onReport, onFinish: onFinish)
     }
 }
 
 /// Reports a finished command's failure on stderr and turns it into the exit status.
 func exitStatus(for outcome: CommandOutcome) -> ExitStatus {
-    if case .failed(let failure) = outcome { Diagnostics.error(failure.message) }
+    if case .failed(let failure) = outcome, !failure.isBusLoss { Diagnostics.error(failure.message) }
     if outcome == .interrupted { Diagnostics.say("interrupted") }
     return ExitStatus(outcome)
 }

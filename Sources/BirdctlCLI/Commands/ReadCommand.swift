@@ -12,7 +12,7 @@ enum ReadCommand {
             only if every field decoded; 8 if one did not.
             """,
         options: [
-            .timeout, .connectTimeout, .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
+            .timeout, .connectTimeout, .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
             .help,
         ],
         run: run)
@@ -25,7 +25,7 @@ enum ReadCommand {
             mode: .read, fields: fields, address: address, minimumRSSI: common.minimumRSSI,
             scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
             connectTimeout: try arguments.connectTimeout(), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout())
+            pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith)
         let bare = requested.count == 1 && !common.json
 
         let session: Session

@@ -8,11 +8,13 @@ enum ScanCommand {
             Lists Bird peripherals as they are found: address, smoothed RSSI, name.
             At the end (--timeout, default 10 s; 0 = until Ctrl-C) a terminal also
             gets the list sorted by signal strength, and --json a "done" line with it.
+            A Bird unheard for --forget-after seconds (default 300) is forgotten: it
+            leaves the list, and if it is heard again it is printed again as found.
             Exits 0 if a Bird was found, 6 if none was.
             """,
         options: [
-            .timeout.explained("seconds to scan (default 10; 0 = until Ctrl-C)"), .minimumRSSI, .adapter, .powerOn,
-            .json, .verbose, .help,
+            .timeout.explained("seconds to scan (default 10; 0 = until Ctrl-C)"), .minimumRSSI, .forgetAfter, .adapter,
+            .powerOn, .json, .verbose, .help,
         ],
         run: run)
 
@@ -27,7 +29,7 @@ enum ScanCommand {
         let toTerminal = formatter.color
         let driver = ScanDriver(
             connection: session.connection, options: common.adapterOptions, minimumRSSI: common.minimumRSSI,
-            timeout: timeout,
+            timeout: timeout, forgetAfter: common.forgetAfter,
             onFound: { result in session.stdout.line(line(for: result, formatter)) },
             onFinish: { outcome, results in
                 if formatter.json {

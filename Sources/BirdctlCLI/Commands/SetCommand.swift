@@ -11,7 +11,7 @@ enum SetCommand {
             Prints nothing on success. Exit codes as for read.
             """,
         options: [
-            .timeout, .connectTimeout, .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .verbose, .help,
+            .timeout, .connectTimeout, .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .verbose, .help,
         ],
         run: run)
 
@@ -36,7 +36,7 @@ enum SetCommand {
             mode: .write(value), fields: [field], address: address, minimumRSSI: common.minimumRSSI,
             scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
             connectTimeout: try arguments.connectTimeout(), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout())
+            pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith)
 
         return try common.runQuietly(configuration)
     }

@@ -1,6 +1,5 @@
 import Bird
 import Glibc
-import MQTT
 
 /// `birdctl watch`: stream one line per reading until stopped.
 enum WatchCommand {
@@ -27,20 +26,24 @@ enum WatchCommand {
             availability to PREFIX/status (online/offline, also the will) and
             PREFIX/ADDRESS/status, and Home Assistant discovery configs under
             homeassistant/ (unless --no-discovery). PREFIX defaults to
-            birdctl/HOSTNAME. While the broker is away, messages wait in a bounded
-            buffer (--mqtt-buffer) and go out in order after reconnecting; Bluetooth
-            never waits for the network. Credentials come from --mqtt-credentials
-            FILE or BIRDCTL_MQTT_USERNAME and BIRDCTL_MQTT_PASSWORD, never from the
-            command line. If the broker cannot be reached at start, refuses the
-            connection or fails TLS verification, birdctl exits 11 at once; it
-            also exits 11 if the broker has not taken every reading when birdctl
-            ends (it waits while the broker makes progress).
+            birdctl/HOSTNAME. While the broker is away, messages wait in a buffer
+            bounded in messages (--mqtt-buffer) and bytes (--mqtt-buffer-bytes) and
+            go out in order after reconnecting; Bluetooth never waits for the
+            network. Credentials come from --mqtt-credentials FILE or
+            BIRDCTL_MQTT_USERNAME and BIRDCTL_MQTT_PASSWORD, never from the command
+            line. At every connect the gateway marks offline the birds the broker
+            holds online under PREFIX that it does not hold (a gateway killed left
+            them); birdctl retire clears a gateway's topics. If the broker cannot be
+            reached at start, refuses the connection or fails TLS verification,
+            birdctl exits 11 at once; it also exits 11 if the broker has not taken
+            every reading when birdctl ends (it waits while the broker makes
+            progress).
             """,
         options: [
-            .all, .count, .duration, .noReconnect, .notifyMethod,
+            .all, .forgetAfter, .count, .duration, .noReconnect, .notifyMethod,
             .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
-            .minimumRSSI, .noPair, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
-            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .noDiscovery, .quiet, .help,
+            .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
+            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .noDiscovery, .quiet, .help,
         ],
         run: run)
 
@@ -57,24 +60,27 @@ enum WatchCommand {
             connectTimeout: try arguments.connectTimeout(),
             maximumReadings: try arguments.integer(.count, range: 1...Int.max),
             duration: try arguments.seconds(.duration, default: nil), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout(), notifyMethod: try arguments.notifyMethod())
+            pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith, notifyMethod: try arguments.notifyMethod())
+
+        if !all && arguments.value(.forgetAfter) != nil { throw UsageError("--forget-after goes with --all") }
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         let quiet = arguments.has(.quiet)
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
-        if let file = arguments.value(.mqttCredentials), GatewayOptions.readableByOthers(file) {
-            Diagnostics.say("warning: \(file) holds a password and other users can read it (chmod 600 \(file))")
-        }
+        for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
 
         let session: Session
         do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
         let formatter = session.formatter
         let stdout = session.stdout
         let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
-        let gatewayFailed = GatewayFailure()
+        let ending = WatchEnding(session: session, gateway: gateway)
         let driver = try common.centralDriver(
-            session, BirdFleet(configuration, all: all),
+            session, BirdFleet(configuration, all: all, forgetAfter: common.forgetAfter),
             onReport: { report in
+                // The command is ending: what comes now (a notification socket's
+                // last datagrams, calls failing) is neither printed nor published.
+                if session.busLost { return }
                 gateway?.handle(report)
                 if quiet { return }
                 switch report {
@@ -95,28 +101,23 @@ enum WatchCommand {
                 }
             },
             onFinish: { outcome in
-                let status = gatewayFailed.happened ? ExitStatus.mqttFailed : exitStatus(for: outcome)
-                guard let gateway else { return session.finish(status) }
-                gateway.close { delivered in
-                    // Readings the broker never got are a failure of the run,
-                    // unless Bluetooth failed first (its code says more).
-                    let lost = !delivered && (status == .success || status == .interrupted)
-                    session.finish(lost ? .mqttFailed : status)
-                }
+                // After the bus went, calls fail for that reason alone: the session said so.
+                guard !session.busLost else { return }
+                ending.end(exitStatus(for: outcome))
             })
-        gateway?.onFailure = { error in
-            Diagnostics.error(error.description)
-            gatewayFailed.happened = true
-            driver.stop()
+        if gateway != nil {
+            // The readings received before the bus went still reach the broker.
+            session.onBusLost = { ending.end(.busLost) }
         }
+        gateway?.onFailure = driver.stop
         return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) {
             driver.start()
-            do throws(MQTTError) { try gateway?.start() } catch { gateway?.onFailure?(error) }
+            gateway?.start()
         }
     }
 
     /// The credentials' variables, if set.
-    private static func gatewayEnvironment() -> [String: String] {
+    static func gatewayEnvironment() -> [String: String] {
         var environment: [String: String] = [:]
         for name in [GatewayOptions.usernameVariable, GatewayOptions.passwordVariable] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
@@ -125,7 +126,21 @@ enum WatchCommand {
     }
 }
 
-/// Set on the loop when the MQTT side failed: the exit code is then 11.
-private final class GatewayFailure: @unchecked Sendable {
-    var happened = false
+/// The one way out of a watch, whichever comes first (the driver's end or
+/// the bus's loss): the broker gets what the gateway holds, then the session ends.
+private final class WatchEnding: @unchecked Sendable {
+    private let session: Session
+    private let gateway: MQTTGateway?
+    private var started = false
+
+    init(session: Session, gateway: MQTTGateway?) {
+        (self.session, self.gateway) = (session, gateway)
+    }
+
+    func end(_ status: ExitStatus) {
+        guard !started else { return }
+        started = true
+        guard let gateway else { return session.finish(status) }
+        gateway.end(with: status) { [session] in session.finish($0) }
+    }
 }

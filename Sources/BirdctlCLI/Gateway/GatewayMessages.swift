@@ -1,5 +1,6 @@
 import Bird
 import MQTT
+import Sinks
 
 /// The topics and payloads a gateway publishes (README, "MQTT"):
 ///
@@ -17,15 +18,37 @@ import MQTT
 /// never collide) on the one shared device.
 struct GatewayMessages {
     let prefix: String
-    /// The prefix as an id: `birdctl/kitchen` → `birdctl_kitchen`.
+    /// The prefix as an id: `birdctl/kitchen` → `birdctl_kitchen` (one to
+    /// one, `GatewayOptions.gatewayID`).
     let gatewayID: String
 
     init(prefix: String) {
         self.prefix = prefix
-        gatewayID = GatewayOptions.topicSafe(prefix.replacingAll("/", with: "_"))
+        gatewayID = GatewayOptions.gatewayID(prefix)
     }
 
     var statusTopic: String { prefix + "/status" }
+
+    /// What the machine decided to publish, as messages.
+    func render(_ publication: GatewayMachine.Publication, events: ReportFormatter, version: String) -> [MQTTMessage] {
+        switch publication {
+        case .gatewayStatus(let online): return [gatewayStatus(online: online)]
+        case .gatewayDiscovery: return [gatewayDiscovery(version: version)]
+        case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
+        case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
+        case .value(let address, let value): return [self.value(address, value)]
+        case .state(let address, let values): return [state(address, values, time: Timestamp.iso8601())]
+        case .event(let address, let report):
+            let line: String? =
+                if case .badValue(let peripheral, let error) = report { events.badValueLine(peripheral, error) } else { events.eventLine(report) }
+            return line.map { [event(address, $0)] } ?? []
+        case .dropped(let count):
+            var object = events.event("dropped", nil)
+            object.add("messages", .integer(count))
+            return [event(nil, object.rendered)]
+        case .clearing(let address): return retainedTopics(of: address).map(Self.clearing)
+        }
+    }
 
     func gatewayStatus(online: Bool) -> MQTTMessage {
         MQTTMessage(statusTopic, online ? "online" : "offline", retain: true)
@@ -33,6 +56,20 @@ struct GatewayMessages {
 
     func birdStatus(_ address: String, online: Bool) -> MQTTMessage {
         MQTTMessage("\(prefix)/\(address)/status", online ? "online" : "offline", retain: true)
+    }
+
+    /// `PREFIX/+/status`: every bird's availability under this prefix.
+    var birdStatusFilter: String { prefix + "/+/status" }
+
+    /// The bird whose status the broker held as "online" when the gateway
+    /// subscribed to `birdStatusFilter`, or nil for any other message (a
+    /// topic not shaped like ours is anyone's and ignored).
+    func retainedOnline(_ message: MQTTMessage) -> String? {
+        guard message.retain, message.payload.elementsEqual("online".utf8),
+            message.topic.hasPrefix(prefix + "/"), message.topic.hasSuffix("/status")
+        else { return nil }
+        let address = String(message.topic.dropFirst(prefix.count + 1).dropLast("/status".count))
+        return Arguments.isAddress(address) ? address : nil
     }
 
     /// The value as text; a name is the peer's and is escaped as on a
@@ -65,11 +102,11 @@ struct GatewayMessages {
     func gatewayDiscovery(version: String) -> MQTTMessage {
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
-        device.add("name", "birdctl \(prefix)")
+        device.add("name", deviceName)
         device.add("model", "birdctl gateway")
         device.add("sw_version", version)
         var config = JSONObject()
-        config.add("name", "Gateway")
+        config.add("name", "Status")
         config.add("unique_id", "birdctl_" + gatewayID)
         config.add("state_topic", statusTopic)
         config.add("payload_on", "online")
@@ -77,7 +114,70 @@ struct GatewayMessages {
         config.add("device_class", "connectivity")
         config.add("device", .object(device))
         config.add("origin", .object(origin(version)))
-        return MQTTMessage("homeassistant/binary_sensor/birdctl_\(gatewayID)/config", config.rendered, retain: true)
+        return MQTTMessage(gatewayDiscoveryTopic, config.rendered, retain: true)
+    }
+
+    var gatewayDiscoveryTopic: String { "homeassistant/binary_sensor/birdctl_\(gatewayID)/config" }
+
+    /// The id of a bird's sensor for `field` from this gateway.
+    private func sensorID(_ address: String, _ field: BirdField) -> String {
+        "birdctl_\(gatewayID)_\(address.filter { $0 != ":" })_\(field.rawValue)"
+    }
+
+    private func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
+
+    /// Where this gateway's sensors' configs are (every one of any bird).
+    static let sensorDiscoveryFilter = "homeassistant/sensor/+/config"
+
+    /// The bird whose sensor config of this gateway is at `topic`, or nil.
+    func birdOfSensorConfig(_ topic: String) -> String? {
+        let head = "homeassistant/sensor/birdctl_\(gatewayID)_"
+        guard topic.hasPrefix(head), topic.hasSuffix("/config") else { return nil }
+        let id = topic.dropFirst(head.count).dropLast("/config".count)
+        guard id.count > 13, let underscore = id.firstIndex(of: "_"), id.distance(from: id.startIndex, to: underscore) == 12,
+            BirdField(rawValue: String(id[id.index(after: underscore)...])) != nil
+        else { return nil }
+        let hex = Array(id[..<underscore].uppercased())
+        guard hex.allSatisfy(\.isHexDigit) else { return nil }
+        return stride(from: 0, to: 12, by: 2).map { String(hex[$0..<$0 + 2]) }.joined(separator: ":")
+    }
+
+    /// The bird a topic under the prefix belongs to (`PREFIX/ADDRESS`,
+    /// `PREFIX/ADDRESS/…`), or nil.
+    func birdOfTopic(_ topic: String) -> String? {
+        guard topic.hasPrefix(prefix + "/") else { return nil }
+        let level = topic.dropFirst(prefix.count + 1).prefix { $0 != "/" }
+        return Arguments.isAddress(String(level)) ? String(level) : nil
+    }
+
+    /// What this gateway publishes retained about a bird (its values, state
+    /// and status) and its sensors' discovery configs: what forgetting it clears.
+    func retainedTopics(of address: String) -> [String] {
+        ["\(prefix)/\(address)"] + BirdField.allCases.map { "\(prefix)/\(address)/\($0.rawValue)" }
+            + ["\(prefix)/\(address)/status"] + BirdField.allCases.map { sensorTopic(sensorID(address, $0)) }
+    }
+
+    /// Of the retained `topics` (under the prefix and the discovery configs),
+    /// this gateway's: all of them, or only those of `onlyBirds`.
+    func topicsToClear(_ topics: [String], onlyBirds birds: Set<String>?) -> [String] {
+        topics.filter { topic in
+            let bird = birdOfTopic(topic)?.uppercased() ?? birdOfSensorConfig(topic)
+            guard let birds else {
+                // Not all of PREFIX/#: a gateway may have a prefix under ours.
+                return bird != nil || topic == statusTopic || topic == gatewayDiscoveryTopic
+            }
+            return bird.map(birds.contains) ?? false
+        }
+    }
+
+    /// An empty retained message: the broker forgets the topic's retained
+    /// message, and Home Assistant a discovery config.
+    static func clearing(_ topic: String) -> MQTTMessage { MQTTMessage(topic, bytes: [], retain: true) }
+
+    /// `birdctl kitchen` for the default prefix `birdctl/kitchen`, else
+    /// `birdctl PREFIX` (Home Assistant shows "birdctl kitchen Status").
+    var deviceName: String {
+        "birdctl " + (prefix.hasPrefix("birdctl/") ? String(prefix.dropFirst("birdctl/".count)) : prefix)
     }
 
     /// One sensor per field, on the bird's device, available while both the
@@ -93,7 +193,7 @@ struct GatewayMessages {
         device.add("model", "Bird Service peripheral")
         device.add("via_device", "birdctl_" + gatewayID)
         return BirdField.allCases.map { field in
-            let id = "birdctl_\(gatewayID)_\(hex)_\(field.rawValue)"
+            let id = sensorID(address, field)
             var config = JSONObject()
             config.add("name", field.rawValue.capitalized)
             config.add("unique_id", id)
@@ -104,12 +204,15 @@ struct GatewayMessages {
             case .name: config.add("icon", "mdi:bird")
             case .color: config.add("icon", "mdi:palette")
             case .alpha:
+                // The topic has the fraction `--json` has (0.8); people read 80 %.
                 config.add("icon", "mdi:circle-opacity")
                 config.add("state_class", "measurement")
+                config.add("unit_of_measurement", "%")
+                config.add("value_template", "{{ (value | float * 100) | round(0) | int }}")
             }
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
-            return MQTTMessage("homeassistant/sensor/\(id)/config", config.rendered, retain: true)
+            return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
         }
     }
 

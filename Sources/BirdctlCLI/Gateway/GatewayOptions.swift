@@ -10,6 +10,8 @@ struct GatewayOptions {
     var discovery: Bool
     /// Where the broker is, for messages (`mqtt://host:port`).
     var brokerDescription: String
+    /// For stderr, before anything is sent: a password at risk.
+    var warnings: [String] = []
 
     static let usernameVariable = "BIRDCTL_MQTT_USERNAME"
     static let passwordVariable = "BIRDCTL_MQTT_PASSWORD"
@@ -17,7 +19,7 @@ struct GatewayOptions {
     /// nil without `--mqtt` (the companion options then are a usage error).
     init?(_ arguments: Arguments, environment: [String: String]) throws(UsageError) {
         guard let url = arguments.value(.mqtt) else {
-            let companions: [Option] = [.mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer]
+            let companions: [Option] = [.mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes]
             if let stray = companions.first(where: { arguments.value($0) != nil }) ?? (arguments.has(.noDiscovery) ? .noDiscovery : nil) {
                 throw UsageError("\(stray.name) goes with --mqtt")
             }
@@ -25,11 +27,11 @@ struct GatewayOptions {
         }
         let target = try Self.parse(url)
         prefix = target.prefix ?? "birdctl/" + Self.topicSafe(Self.hostname())
-        let gatewayID = Self.topicSafe(prefix.replacingAll("/", with: "_"))
-        settings = MQTTSettings(host: target.host, port: target.port, clientID: "birdctl_" + gatewayID)
+        settings = MQTTSettings(host: target.host, port: target.port, clientID: "birdctl_" + Self.gatewayID(prefix))
         brokerDescription = "\(target.secure ? "mqtts" : "mqtt")://\(target.host):\(target.port)"
         discovery = !arguments.has(.noDiscovery)
         if let capacity = try arguments.integer(.mqttBuffer, range: 1...10_000_000) { settings.bufferCapacity = capacity }
+        if let bytes = try arguments.integer(.mqttBufferBytes, range: 4096...(1 << 40)) { settings.bufferByteCapacity = bytes }
 
         let ca = arguments.value(.mqttCA)
         let certificate = arguments.value(.mqttCertificate)
@@ -45,6 +47,12 @@ struct GatewayOptions {
         }
         (settings.username, settings.password) = try Self.credentials(arguments.value(.mqttCredentials), environment)
         settings.will = MQTTMessage(prefix + "/status", "offline", retain: true)
+        if let file = arguments.value(.mqttCredentials), Self.readableByOthers(file) {
+            warnings.append("\(file) holds a password and other users can read it (chmod 600 \(file))")
+        }
+        if settings.password != nil && !target.secure && !Self.isLoopback(target.host) {
+            warnings.append("the MQTT password goes to \(target.host) in plain text (mqtt://); use mqtts:// with --mqtt-ca")
+        }
     }
 
     // MARK: The URL
@@ -57,42 +65,44 @@ struct GatewayOptions {
     }
 
     /// `mqtt[s]://HOST[:PORT][/PREFIX]`; an IPv6 host goes in brackets.
+    /// No error quotes the whole URL: it may hold a password after all.
     static func parse(_ url: String) throws(UsageError) -> Target {
+        let usage = "--mqtt expects mqtt://HOST[:PORT][/PREFIX] or mqtts://…"
+        guard let separator = url.firstRange(of: "://") else { throw UsageError(usage) }
+        let scheme = url[..<separator.lowerBound]
+        var rest = url[separator.upperBound...]
+        // Anywhere, not only before the first '/': in mqtt://user:1883/secret@host
+        // the password holds a '/'. So no '@' in a prefix either.
+        if rest.contains("@") {
+            throw UsageError(
+                "--mqtt: no credentials in the URL (ps shows the command line; a topic prefix has no '@'); use --mqtt-credentials FILE or \(usernameVariable)/\(passwordVariable)")
+        }
         let secure: Bool
-        var rest: Substring
-        if url.hasPrefix("mqtt://") {
-            secure = false
-            rest = url.dropFirst(7)
-        } else if url.hasPrefix("mqtts://") {
-            secure = true
-            rest = url.dropFirst(8)
-        } else {
-            throw UsageError("--mqtt expects mqtt://HOST[:PORT][/PREFIX] or mqtts://…, got '\(url)'")
+        switch scheme {
+        case "mqtt": secure = false
+        case "mqtts": secure = true
+        default: throw UsageError("\(usage), got the scheme '\(scheme.prefix(16))'")
         }
         var prefix: String?
         if let slash = rest.firstIndex(of: "/") {
             prefix = String(rest[rest.index(after: slash)...])
             rest = rest[..<slash]
         }
-        if rest.contains("@") {
-            throw UsageError(
-                "--mqtt: no credentials in the URL (ps shows the command line); use --mqtt-credentials FILE or \(usernameVariable)/\(passwordVariable)")
-        }
         var host = rest
         var port = secure ? 8883 : 1883
         if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { throw UsageError("--mqtt: unterminated [ in '\(url)'") }
+            guard let close = host.firstIndex(of: "]") else { throw UsageError("--mqtt: unterminated [ in the host") }
             let after = host[host.index(after: close)...]
             host = host[host.index(after: host.startIndex)..<close]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw UsageError("--mqtt: unexpected '\(after)' after the host") }
-                port = try portNumber(after.dropFirst(), url)
+                guard after.hasPrefix(":") else { throw UsageError("--mqtt: only :PORT may follow [HOST]") }
+                port = try portNumber(after.dropFirst())
             }
         } else if let colon = host.lastIndex(of: ":") {
-            port = try portNumber(host[host.index(after: colon)...], url)
+            port = try portNumber(host[host.index(after: colon)...])
             host = host[..<colon]
         }
-        guard !host.isEmpty else { throw UsageError("--mqtt: no host in '\(url)'") }
+        guard !host.isEmpty else { throw UsageError("--mqtt: no host in the URL") }
         if let prefix {
             if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
                 throw UsageError("--mqtt: the topic prefix '\(prefix)' has an empty level")
@@ -100,13 +110,23 @@ struct GatewayOptions {
             if prefix.contains(where: { $0 == "+" || $0 == "#" || $0 == "\0" }) {
                 throw UsageError("--mqtt: the topic prefix '\(prefix)' contains a wildcard (+ or #)")
             }
+            if prefix.hasPrefix("$") {
+                // $SYS/… and the like are the broker's: clients do not publish there.
+                throw UsageError("--mqtt: the topic prefix '\(prefix)' starts with '$' (the broker's own topics)")
+            }
         }
         return Target(secure: secure, host: String(host), port: port, prefix: prefix)
     }
 
-    private static func portNumber(_ text: Substring, _ url: String) throws(UsageError) -> Int {
+    /// Whether `host` is this machine (a password sent there in plain text
+    /// crosses no network).
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    private static func portNumber(_ text: Substring) throws(UsageError) -> Int {
         guard let port = Int(text), (1...65535).contains(port) else {
-            throw UsageError("--mqtt: bad port '\(text)' in '\(url)'")
+            throw UsageError("--mqtt: the port is not a number in 1…65535")
         }
         return port
     }
@@ -157,8 +177,32 @@ struct GatewayOptions {
         return name.isEmpty ? "localhost" : name
     }
 
+    /// The prefix as an id (the client id's and Home Assistant's), one to one:
+    /// letters, digits and `-` kept, `/` as `_`, any other byte as `__` and two
+    /// hex digits (`a/b` → `a_b`, `a_b` → `a__5fb`). A prefix has no empty
+    /// level, so `//` never happens and `__` always starts a byte: two prefixes
+    /// never share an id, and so never a client id (a broker disconnects the
+    /// older of two clients with the same id: two gateways would take turns).
+    static func gatewayID(_ prefix: String) -> String {
+        var id = ""
+        for byte in prefix.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"):
+                id.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: "/"): id += "_"
+            default:
+                let hex = Array("0123456789abcdef".unicodeScalars)
+                id += "__"
+                id.unicodeScalars.append(hex[Int(byte >> 4)])
+                id.unicodeScalars.append(hex[Int(byte & 15)])
+            }
+        }
+        return id
+    }
+
     /// Letters, digits, `-` and `_` kept, the rest `_`: safe as one topic
-    /// level and in Home Assistant ids.
+    /// level (the host name in the default prefix).
     static func topicSafe(_ s: String) -> String {
         String(s.unicodeScalars.map { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_") ? Character($0) : "_" })
     }

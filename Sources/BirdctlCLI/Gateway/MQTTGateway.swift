@@ -1,10 +1,13 @@
 import Bird
 import DBus
 import MQTT
+import Sinks
 
-/// `watch --mqtt`: hands every report to the broker as messages (through
-/// `MQTTPublisher`, which never blocks the loop) and ends cleanly: "offline"
-/// published, what is queued sent, within a deadline.
+/// `watch --mqtt`: the wiring of `GatewayMachine` (the policy) to the
+/// broker (`MQTTPublisher`, which never blocks the loop) and the loop:
+/// reports, wake-ups, broker events and timers go in; the machine's
+/// publications are rendered into topics and payloads (`GatewayMessages`)
+/// and its actions performed.
 ///
 /// Loop-confined, except the publisher's events, which it moves onto the loop.
 final class MQTTGateway: @unchecked Sendable {
@@ -12,182 +15,148 @@ final class MQTTGateway: @unchecked Sendable {
     private let messages: GatewayMessages
     private let loop: EventLoop
     private var publisher: MQTTPublisher?
+    private var machine: GatewayMachine
     private let events = ReportFormatter(json: true, color: false)
-    private var birds: [String: Bird] = [:]
-    /// Birds with a reading since their state was last published, in the
-    /// order of their first such reading.
-    private var stateDue: [String] = []
-    private var closing = false
-
-    /// What the gateway remembers of a bird: its latest values (for the
-    /// state topic), whether it is online, whether its discovery went out.
-    private struct Bird {
-        var values: [BirdField: BirdValue] = [:]
-        var online = false
-        var discovered = false
-        /// Listed in `stateDue`.
-        var stateDue = false
-    }
-
-    /// At most this many birds remembered (strangers may come and go all day).
-    static let maximumBirds = 4096
+    private var exitTimer: EventLoop.TimerID?
+    private var exitDone: (@Sendable (Bool) -> Void)?
 
     /// How long an exit waits for the broker to take more of what is queued.
     static let closeDeadline: Duration = .seconds(3)
 
-    /// Called on the loop when the gateway cannot go on (exit code 11).
-    var onFailure: (@Sendable (MQTTError) -> Void)?
+    /// Called on the loop when the gateway cannot go on: the command stops,
+    /// and `end` makes its exit code 11.
+    var onFailure: (@Sendable () -> Void)?
+    private var failed = false
 
     init(_ options: GatewayOptions, loop: EventLoop) {
         self.options = options
         messages = GatewayMessages(prefix: options.prefix)
+        machine = GatewayMachine(.init(discovery: options.discovery))
         self.loop = loop
     }
 
     /// Connects in the background; readings queue until the broker answers.
-    func start() throws(MQTTError) {
-        let publisher = try MQTTPublisher(options.settings) { [weak self] event in self?.publisherEvent(event) }
+    func start() {
+        var settings = options.settings
+        // At every connect: what the broker says of our birds' availability,
+        // to correct what a gateway that died left (its will covers only
+        // PREFIX/status).
+        settings.subscriptions = [messages.birdStatusFilter]
+        let publisher: MQTTPublisher
+        do throws(MQTTError) {
+            publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
+        } catch {
+            return fail(error)
+        }
         self.publisher = publisher
-        publisher.publishSticky(messages.gatewayStatus(online: true))
-        if options.discovery { publisher.publishSticky(messages.gatewayDiscovery(version: Version.text)) }
+        perform(machine.start())
         publisher.start()
-        loop.addBeforePollHook { [weak self] in self?.publishDueStates() }
+        loop.addBeforePollHook { [weak self] in self?.wakeUpEnds() }
     }
 
-    // MARK: Reports (on the loop)
+    // MARK: Events (on the loop)
 
     func handle(_ report: BirdCentral.Report) {
-        guard let publisher, !closing else { return }
+        guard publisher != nil else { return }
         if case .reading(let peripheral, let value, _, _) = report {
-            return gather(value, of: peripheral.address)
+            // The hot path: no action array, no publication.
+            switch machine.reading(peripheral.address, value) {
+            case .publishValue: break
+            case .forgetStickyThenPublishValue(let forgotten): perform(.forgetSticky(addresses: forgotten))
+            case .ignore: return
+            }
+            publisher?.publish(messages.value(peripheral.address, value))
+            return
         }
-        // Anything else goes out after the states of the readings before it.
-        publishDueStates()
-        switch report {
-        case .reading: break
-        case .badValue(let peripheral, let error):
-            publisher.publish(messages.event(peripheral.address, events.badValueLine(peripheral, error)))
-        case .connected(let peripheral):
-            publish(event: report, about: peripheral)
-            setOnline(peripheral, true)
-        case .disconnected(let peripheral):
-            setOnline(peripheral, false)
-            publish(event: report, about: peripheral)
-        case .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p), .paired(let p):
-            publish(event: report, about: p)
-        case .gaveUp, .waiting:
-            publish(event: report, about: nil)
-        }
+        perform(machine.report(report))
     }
 
-    /// A reading's value goes out at once; its bird's state is due.
-    private func gather(_ value: BirdValue, of address: String) {
-        makeRoom(for: address)
-        publisher?.publish(messages.value(address, value))
-        let firstSinceState = Self.update(&birds[address, default: Bird()], with: value)
-        if firstSinceState { stateDue.append(address) }
+    private func wakeUpEnds() {
+        let actions = machine.wakeUpEnds()
+        if !actions.isEmpty { perform(actions) }
     }
 
-    private func publish(event report: BirdCentral.Report, about peripheral: BirdCentral.Peripheral?) {
-        guard let line = events.eventLine(report) else { return }
-        publisher?.publish(messages.event(peripheral?.address, line))
+    /// Forgets a bird for good: its memory, its sticky messages, and what the
+    /// broker retains of it (docs/mqtt.md). For the fleet's `.forgotten`.
+    func forget(address: String) {
+        perform(machine.forget(address))
     }
 
-    /// A bird's state (its latest values) goes out once per loop wake-up,
-    /// after every reading the wake-up found, not once per reading: in a
-    /// burst of notifications, one state message per wake-up instead of one
-    /// per notification (each was built, then mostly replaced in the queue),
-    /// and the last one published always holds the newest values. It goes
-    /// before the loop sleeps, so it waits for nothing.
-    private func publishDueStates() {
-        guard !stateDue.isEmpty, let publisher else { return }
-        let time = Timestamp.iso8601()
-        for address in stateDue {
-            guard let values = birds[address]?.values else { continue }
-            birds[address]?.stateDue = false
-            publisher.publish(messages.state(address, values, time: time))
-        }
-        stateDue.removeAll(keepingCapacity: true)
+    /// Ends the gateway once the command's Bluetooth side ended with
+    /// `status`; `done` gets the status to exit with (on the loop).
+    func end(with status: ExitStatus, _ done: @escaping @Sendable (ExitStatus) -> Void) {
+        let status = failed ? ExitStatus.mqttFailed : status
+        close { delivered in done(Self.exitStatus(status, delivered: delivered)) }
     }
 
-    /// Keeps `value` as the bird's latest and marks its state due; true if
-    /// it was not due yet. (One dictionary access per reading.)
-    private static func update(_ bird: inout Bird, with value: BirdValue) -> Bool {
-        bird.values[value.field] = value
-        defer { bird.stateDue = true }
-        return !bird.stateDue
+    /// Readings the broker never got are a failure of the run (11), unless
+    /// Bluetooth failed first (its code says more).
+    static func exitStatus(_ status: ExitStatus, delivered: Bool) -> ExitStatus {
+        !delivered && (status == .success || status == .interrupted) ? .mqttFailed : status
     }
 
-    /// Forgets every bird when a new one would make too many (strangers may
-    /// come and go all day); their due states go out first.
-    private func makeRoom(for address: String) {
-        guard birds.count >= Self.maximumBirds && birds[address] == nil else { return }
-        publishDueStates()
-        birds.removeAll(keepingCapacity: true)
+    private func fail(_ error: MQTTError) {
+        Diagnostics.error(error.description)
+        failed = true
+        onFailure?()
     }
-
-    private func setOnline(_ peripheral: BirdCentral.Peripheral, _ online: Bool) {
-        let address = peripheral.address
-        makeRoom(for: address)
-        var bird = birds[address, default: Bird()]
-        if online && options.discovery && !bird.discovered {
-            for config in messages.birdDiscovery(peripheral, version: Version.text) { publisher?.publishSticky(config) }
-            bird.discovered = true
-        }
-        bird.online = online
-        birds[address] = bird
-        publisher?.publishSticky(messages.birdStatus(address, online: online))
-    }
-
-    // MARK: Ending (on the loop)
 
     /// Publishes "offline" for every bird still online and the gateway, then
     /// waits for the broker to take everything queued, giving up after
     /// `closeDeadline` without progress (a dead or hung broker); then `done`,
     /// told whether the broker took everything.
     func close(_ done: @escaping @Sendable (_ delivered: Bool) -> Void) {
-        guard let publisher, !closing else { return done(true) }
-        publishDueStates()
-        closing = true
-        let offline = birds.filter(\.value.online).keys.sorted().map { messages.birdStatus($0, online: false) }
-            + [messages.gatewayStatus(online: false)]
+        guard publisher != nil else { return done(true) }
         exitDone = done
-        exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in checkExitProgress() }
-        publisher.close(final: offline) { [self] in
-            loop.execute { [self] in
-                if let exitTimer { loop.cancel(exitTimer) }
-                finishExit(delivered: publisher.undelivered == 0)
+        perform(machine.close())
+    }
+
+    // MARK: Actions (on the loop)
+
+    private func perform(_ actions: [GatewayMachine.Action]) {
+        for action in actions { perform(action) }
+    }
+
+    private func perform(_ action: GatewayMachine.Action) {
+        switch action {
+        case .publish(let publication):
+            publish(publication)
+        case .publishSticky(let publication):
+            for message in render(publication) { publisher?.publishSticky(message) }
+        case .forgetSticky(let addresses):
+            publisher?.forgetSticky(Set(addresses.flatMap(messages.retainedTopics)))
+        case .closePublisher(let final):
+            publisher?.close(final: final.flatMap(render)) { [self] in
+                loop.execute { [self] in perform(machine.publisherClosed(undelivered: publisher?.undelivered ?? 0)) }
             }
+        case .armExitTimer:
+            exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in
+                perform(machine.exitDeadlinePassed(undelivered: publisher?.undelivered ?? 0))
+            }
+        case .cancelExitTimer:
+            if let exitTimer { loop.cancel(exitTimer) }
+            exitTimer = nil
+        case .gaveUp(let left):
+            Diagnostics.error(
+                "the MQTT broker did not take \(left) message(s) before the exit deadline; its will marks the gateway offline")
+        case .finish(let delivered):
+            let done = exitDone
+            exitDone = nil
+            done?(delivered)
         }
     }
 
-    private var exitTimer: EventLoop.TimerID?
-    private var exitDone: (@Sendable (Bool) -> Void)?
-    private var undeliveredAtLastCheck = Int.max
-
-    private func checkExitProgress() {
-        let left = publisher?.undelivered ?? 0
-        if left > 0 && left < undeliveredAtLastCheck {
-            undeliveredAtLastCheck = left
-            exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in checkExitProgress() }
-            return
+    private func publish(_ publication: GatewayMachine.Publication) {
+        guard let publisher else { return }
+        if case .value(let address, let value) = publication {
+            publisher.publish(messages.value(address, value))  // one message, no array
+        } else {
+            for message in render(publication) { publisher.publish(message) }
         }
-        guard left > 0 else {
-            // All taken; the publisher's own end is on its way (and if the
-            // DISCONNECT hangs, this is as good).
-            exitTimer = loop.schedule(after: Self.closeDeadline) { [self] in finishExit(delivered: true) }
-            return
-        }
-        Diagnostics.error(
-            "the MQTT broker did not take \(left) message(s) before the exit deadline; its will marks the gateway offline")
-        finishExit(delivered: false)
     }
 
-    /// Once, whichever comes first: the publisher's end or the deadline.
-    private func finishExit(delivered: Bool) {
-        let done = exitDone
-        exitDone = nil
-        done?(delivered)
+    private func render(_ publication: GatewayMachine.Publication) -> [MQTTMessage] {
+        messages.render(publication, events: events, version: Version.text)
     }
 
     // MARK: The publisher's events (its thread)
@@ -201,11 +170,12 @@ final class MQTTGateway: @unchecked Sendable {
             Diagnostics.say("lost the MQTT broker at \(broker) (\(reason)); queuing (\(queued) waiting) and reconnecting")
         case .dropped(let count):
             Diagnostics.error("the MQTT buffer was full while the broker was away: dropped the \(count) oldest message(s)")
-            var object = events.event("dropped", nil)
-            object.add("messages", .integer(count))
-            publisher?.publish(messages.event(nil, object.rendered))
+            loop.execute { [self] in perform(machine.dropped(count)) }
         case .failed(let error):
-            loop.execute { [self] in onFailure?(error) }
+            loop.execute { [self] in fail(error) }
+        case .received(let message):
+            guard let address = messages.retainedOnline(message) else { return }
+            loop.execute { [self] in perform(machine.retainedOnline(address)) }
         }
     }
 }

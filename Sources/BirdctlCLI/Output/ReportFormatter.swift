@@ -123,12 +123,17 @@ struct ReportFormatter {
             object.add("message", "could not \(what): \(error)")
             return object.rendered
         case .gaveUp(let failure):
-            var object = event("error", nil)
+            // A stranger asking for pairing names itself; other failures are the command's.
+            var object = if case .pairingNotNamed(let p, _) = failure { event("pairing-declined", p) } else { event("error", nil) }
             object.add("message", failure.message)
             return object.rendered
         case .waiting(let message):
             var object = event("waiting", nil)
             object.add("message", message)
+            return object.rendered
+        case .forgotten(let address):
+            var object = event("forgotten", nil)
+            object.add("address", address)
             return object.rendered
         case .pairing(let p):
             return event("pairing", p).rendered
@@ -149,6 +154,7 @@ struct ReportFormatter {
         case .operationFailed(let p, let what, let error): "could not \(what) on \(p.address): \(explained(error))"
         case .gaveUp(let failure): failure.message
         case .waiting(let message): message
+        case .forgotten(let address): "forgot \(address): not heard for a while"
         case .pairing(let p): "pairing with \(label(p))"
         case .paired(let p): "paired with \(label(p))"
         case .reading, .badValue: nil

@@ -39,6 +39,10 @@ int cmosq_disconnect(struct mosquitto *_Nonnull mosq);
 int cmosq_loop_forever(struct mosquitto *_Nonnull mosq, int timeout, int max_packets);
 int cmosq_publish(struct mosquitto *_Nonnull mosq, int *_Nullable mid, const char *_Nonnull topic, int payloadlen,
                   const void *_Nullable payload, int qos, bool retain);
+int cmosq_subscribe(struct mosquitto *_Nonnull mosq, int *_Nullable mid, const char *_Nonnull sub, int qos);
+void cmosq_message_callback_set(struct mosquitto *_Nonnull mosq,
+                                void (*_Nullable on_message)(struct mosquitto *_Nonnull, void *_Nullable,
+                                                             const struct mosquitto_message *_Nonnull));
 const char *_Nonnull cmosq_strerror(int mosq_errno);
 const char *_Nonnull cmosq_connack_string(int connack_code);
 

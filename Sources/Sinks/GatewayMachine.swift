@@ -1,0 +1,283 @@
+import Bird
+
+/// The MQTT gateway's policy as a value with no I/O, like `BirdFleet`: what
+/// it remembers of each bird, what goes to the broker and when, what a
+/// reconnect sends again, and how an exit waits for the broker. One
+/// `mutating` method per event (a report, the end of a loop wake-up, a
+/// broker event, a timer, the close) returns what to do; `MQTTGateway` in
+/// the CLI renders publications into topics and payloads and performs the
+/// actions. Tested through events (`Tests/SinksTests`).
+public struct GatewayMachine: Sendable {
+    /// What to publish, before it is a topic and bytes.
+    public enum Publication: Hashable, Sendable {
+        case gatewayStatus(online: Bool)
+        case gatewayDiscovery
+        case birdStatus(address: String, online: Bool)
+        /// The bird's sensors' discovery configs.
+        case birdDiscovery(BirdCentral.Peripheral)
+        /// A reading's value (at once, every one).
+        case value(address: String, BirdValue)
+        /// The bird's latest values (its state; once per wake-up).
+        case state(address: String, [BirdField: BirdValue])
+        /// A report as an event on the bird's event topic (or the gateway's).
+        case event(address: String?, BirdCentral.Report)
+        /// The buffer dropped this many of its oldest.
+        case dropped(Int)
+        /// Empty retained messages on each of the bird's topics and configs.
+        case clearing(address: String)
+    }
+
+    public enum Action: Hashable, Sendable {
+        /// Queued, in order.
+        case publish(Publication)
+        /// Published now and again after every reconnect (the latest per topic).
+        case publishSticky(Publication)
+        /// These birds' status and discovery are no longer sent again.
+        case forgetSticky(addresses: [String])
+        /// Publish `final`, then disconnect once everything queued is taken.
+        case closePublisher(final: [Publication])
+        case armExitTimer
+        case cancelExitTimer
+        /// The broker did not take this many before the deadline (a message for people).
+        case gaveUp(undelivered: Int)
+        /// The gateway has ended; `delivered`: the broker took everything.
+        case finish(delivered: Bool)
+    }
+
+    /// What a reading does: its value goes out (`.value`); rarely, birds are
+    /// forgotten first. No array and no publication in the common case: a
+    /// reading is the hot path.
+    public enum ReadingOutcome: Hashable, Sendable {
+        case publishValue
+        case forgetStickyThenPublishValue([String])
+        /// Not running (not started, or closing).
+        case ignore
+    }
+
+    public struct Configuration: Sendable {
+        public var discovery: Bool
+        /// At most this many birds remembered (strangers may come and go all day).
+        public var maximumBirds: Int
+
+        public init(discovery: Bool, maximumBirds: Int = 4096) {
+            self.discovery = discovery
+            self.maximumBirds = maximumBirds
+        }
+    }
+
+    /// What the gateway remembers of a bird.
+    struct Bird: Sendable {
+        var values: [BirdField: BirdValue] = [:]
+        var online = false
+        var discovered = false
+        /// Listed in `stateDue`.
+        var stateDue = false
+    }
+
+    private enum Phase: Sendable {
+        case idle, running
+        /// Closing: the undelivered count at the last deadline, or nil once
+        /// the broker took everything (the publisher's end is awaited once more).
+        case closing(lastUndelivered: Int?)
+        case finished
+    }
+
+    public let configuration: Configuration
+    private(set) var birds: [String: Bird] = [:]
+    /// Birds with a reading since their state was last published, in the
+    /// order of their first such reading.
+    private var stateDue: [String] = []
+    private var phase = Phase.idle
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// How many birds it remembers (for tests and bounds).
+    public var birdCount: Int { birds.count }
+
+    public var isRunning: Bool { if case .running = phase { true } else { false } }
+
+    // MARK: Events
+
+    public mutating func start() -> [Action] {
+        guard case .idle = phase else { return [] }
+        phase = .running
+        return [.publishSticky(.gatewayStatus(online: true))] + (configuration.discovery ? [.publishSticky(.gatewayDiscovery)] : [])
+    }
+
+    /// A reading: its value goes out at once and its bird's state is due.
+    /// (One dictionary access per reading, no array.)
+    public mutating func reading(_ address: String, _ value: BirdValue) -> ReadingOutcome {
+        guard case .running = phase else { return .ignore }
+        let forgotten = birds.count >= configuration.maximumBirds ? makeRoom(for: address) : []
+        if Self.update(&birds[address, default: Bird()], with: value) { stateDue.append(address) }
+        return forgotten.isEmpty ? .publishValue : .forgetStickyThenPublishValue(forgotten)
+    }
+
+    /// Any other report; it goes out after the states of the readings before it.
+    public mutating func report(_ report: BirdCentral.Report) -> [Action] {
+        guard isRunning else { return [] }
+        if case .reading(let peripheral, let value, _, _) = report {
+            let publish = Action.publish(.value(address: peripheral.address, value))
+            switch reading(peripheral.address, value) {
+            case .publishValue: return [publish]
+            case .forgetStickyThenPublishValue(let forgotten): return [.forgetSticky(addresses: forgotten), publish]
+            case .ignore: return []
+            }
+        }
+        var actions = dueStates()
+        switch report {
+        case .reading: break
+        case .connected(let peripheral):
+            actions.append(.publish(.event(address: peripheral.address, report)))
+            actions += setOnline(peripheral, true)
+        case .disconnected(let peripheral):
+            actions += setOnline(peripheral, false)
+            actions.append(.publish(.event(address: peripheral.address, report)))
+        case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
+            .paired(let p):
+            actions.append(.publish(.event(address: p.address, report)))
+        case .gaveUp, .waiting:
+            actions.append(.publish(.event(address: nil, report)))
+        case .forgotten(let address):
+            // The fleet no longer hears it: nothing of it stays on the broker
+            // (a bird never published, such as a stranger, leaves nothing to clear).
+            actions.append(.publish(.event(address: address, report)))
+            if birds[address] != nil { actions += forget(address) }
+        }
+        return actions
+    }
+
+    /// The loop is about to sleep: the states of the birds read since.
+    public mutating func wakeUpEnds() -> [Action] {
+        guard isRunning, !stateDue.isEmpty else { return [] }
+        return dueStates()
+    }
+
+    /// The broker held "online" for this bird when the gateway subscribed (a
+    /// gateway killed while it held it left it): "offline" unless held here.
+    /// Sticky, like every status, so that a later "online" cannot overtake it.
+    public mutating func retainedOnline(_ address: String) -> [Action] {
+        guard isRunning, birds[address]?.online != true else { return [] }
+        // Remembered (as offline), so that `makeRoom` bounds these too.
+        let forgotten = makeRoom(for: address)
+        if birds[address] == nil { birds[address] = Bird() }
+        return (forgotten.isEmpty ? [] : [.forgetSticky(addresses: forgotten)])
+            + [.publishSticky(.birdStatus(address: address, online: false))]
+    }
+
+    /// Forgets a bird for good (the fleet forgot it, unseen for long): what
+    /// is remembered, its sticky messages, and what the broker retains of it.
+    public mutating func forget(_ address: String) -> [Action] {
+        guard isRunning else { return [] }
+        let actions = dueStates()
+        birds[address] = nil
+        return actions + [.forgetSticky(addresses: [address]), .publish(.clearing(address: address))]
+    }
+
+    /// The publisher's buffer dropped its oldest while the broker was away.
+    public mutating func dropped(_ count: Int) -> [Action] {
+        isRunning ? [.publish(.dropped(count))] : []
+    }
+
+    // MARK: Ending
+
+    /// "offline" for every bird still online and the gateway, then the wait
+    /// for the broker, at most one deadline without progress at a time.
+    public mutating func close() -> [Action] {
+        switch phase {
+        case .idle:
+            phase = .finished
+            return [.finish(delivered: true)]
+        case .closing, .finished:
+            return []
+        case .running:
+            let actions = dueStates()
+            phase = .closing(lastUndelivered: .max)
+            let offline = birds.filter(\.value.online).keys.sorted().map { Publication.birdStatus(address: $0, online: false) }
+            return actions + [.closePublisher(final: offline + [.gatewayStatus(online: false)]), .armExitTimer]
+        }
+    }
+
+    /// The exit deadline passed with `undelivered` messages not yet taken:
+    /// another deadline while the broker makes progress; once it took all,
+    /// one more for the publisher's own end; else give up.
+    public mutating func exitDeadlinePassed(undelivered left: Int) -> [Action] {
+        guard case .closing(let last) = phase else { return [] }
+        guard let last else {
+            phase = .finished
+            return [.finish(delivered: true)]
+        }
+        if left > 0 && left < last {
+            phase = .closing(lastUndelivered: left)
+            return [.armExitTimer]
+        }
+        guard left > 0 else {
+            phase = .closing(lastUndelivered: nil)
+            return [.armExitTimer]
+        }
+        phase = .finished
+        return [.gaveUp(undelivered: left), .finish(delivered: false)]
+    }
+
+    /// The publisher ended (after its DISCONNECT, or failing).
+    public mutating func publisherClosed(undelivered: Int) -> [Action] {
+        guard case .closing = phase else { return [] }
+        phase = .finished
+        return [.cancelExitTimer, .finish(delivered: undelivered == 0)]
+    }
+
+    // MARK: Helpers
+
+    /// A bird's state (its latest values) goes out once per loop wake-up,
+    /// after every reading the wake-up found, not once per reading: in a
+    /// burst, one state message per wake-up, and the last one published
+    /// always holds the newest values.
+    private mutating func dueStates() -> [Action] {
+        guard !stateDue.isEmpty else { return [] }
+        var actions: [Action] = []
+        for address in stateDue {
+            guard let values = birds[address]?.values else { continue }
+            birds[address]?.stateDue = false
+            actions.append(.publish(.state(address: address, values)))
+        }
+        stateDue.removeAll(keepingCapacity: true)
+        return actions
+    }
+
+    /// Keeps `value` as the bird's latest and marks its state due; true if
+    /// it was not due yet.
+    private static func update(_ bird: inout Bird, with value: BirdValue) -> Bool {
+        bird.values[value.field] = value
+        defer { bird.stateDue = true }
+        return !bird.stateDue
+    }
+
+    /// When a new bird would make too many: the offline birds are forgotten
+    /// (their sticky messages too; what the broker retains of them stays true:
+    /// offline). Returns them. Their states are never due: any report but a
+    /// reading, a disconnection included, publishes the due states first.
+    private mutating func makeRoom(for address: String) -> [String] {
+        guard birds.count >= configuration.maximumBirds && birds[address] == nil else { return [] }
+        let offline = birds.filter { !$0.value.online && !$0.value.stateDue }.keys.sorted()
+        for address in offline { birds[address] = nil }
+        return offline
+    }
+
+    private mutating func setOnline(_ peripheral: BirdCentral.Peripheral, _ online: Bool) -> [Action] {
+        let address = peripheral.address
+        var actions: [Action] = []
+        let forgotten = makeRoom(for: address)
+        if !forgotten.isEmpty { actions.append(.forgetSticky(addresses: forgotten)) }
+        var bird = birds[address, default: Bird()]
+        if online && configuration.discovery && !bird.discovered {
+            actions.append(.publishSticky(.birdDiscovery(peripheral)))
+            bird.discovered = true
+        }
+        bird.online = online
+        birds[address] = bird
+        actions.append(.publishSticky(.birdStatus(address: address, online: online)))
+        return actions
+    }
+}

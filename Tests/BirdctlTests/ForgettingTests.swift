@@ -1,0 +1,32 @@
+import BlueZTestSupport
+import DBus
+import Glibc
+import Testing
+
+/// `watch --all` forgets birds it no longer hears, so nothing of them grows.
+@Suite("Forgetting birds no longer heard")
+struct ForgettingTests {
+    @Test func aBirdGoneOutOfRangeIsForgottenAndFollowedAgainWhenBack() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--forget-after", "1")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await fake.call("SetVisible", .string(bird), .bool(false))
+        try await fake.call("DropLink", .string(bird))
+        _ = try await watch.line(containing: "\"disconnected\"")
+        let forgotten = try parseJSON(try await watch.line(containing: "\"forgotten\""))
+        #expect(forgotten["address"] as? String == bird)
+        try await fake.call("SetVisible", .string(bird), .bool(true))
+        try await fake.call("SetRSSI", .string(bird), .int16(-55))  // heard again
+        _ = try await watch.line(containing: "\"connected\"")
+        _ = try await watch.line(containing: "\"reading\"")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func forgetAfterGoesWithAll() async throws {
+        let fake = try FakeBlueZ()
+        let watch = try await fake.birdctl("watch", "--forget-after", "5")
+        #expect(watch.status == 2 && watch.stderr.contains("--forget-after goes with --all"), "\(watch.stderr)")
+    }
+}

@@ -1,0 +1,162 @@
+import Bird
+import DBus
+import Sinks
+import Testing
+
+private let robin = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01", address: "F0:0D:B1:7D:00:01", name: "Robin")
+private let wren = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_02", address: "F0:0D:B1:7D:00:02", name: "Wren")
+private let finch = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_03", address: "F0:0D:B1:7D:00:03", name: "Finch")
+
+private func reading(_ bird: BirdCentral.Peripheral, _ percent: UInt8) -> BirdCentral.Report {
+    .reading(bird, .alpha(percent: percent), raw: Array(String(percent).utf8), notified: true)
+}
+
+/// A gateway brought to a state through real events.
+private extension GatewayMachine {
+    /// Started, with `birds` connected (and discovered).
+    static func running(_ birds: [BirdCentral.Peripheral] = [robin], discovery: Bool = true, maximumBirds: Int = 4096) -> GatewayMachine {
+        var machine = GatewayMachine(.init(discovery: discovery, maximumBirds: maximumBirds))
+        _ = machine.start()
+        for bird in birds { _ = machine.report(.connected(bird)) }
+        return machine
+    }
+}
+
+@Suite("The gateway's policy, through events")
+struct GatewayMachineTests {
+    @Test func startingPublishesTheGatewaysStatusAndDiscoveryAsSticky() {
+        var machine = GatewayMachine(.init(discovery: true))
+        #expect(machine.start() == [.publishSticky(.gatewayStatus(online: true)), .publishSticky(.gatewayDiscovery)])
+        #expect(machine.start() == [])
+        var quiet = GatewayMachine(.init(discovery: false))
+        #expect(quiet.start() == [.publishSticky(.gatewayStatus(online: true))])
+    }
+
+    @Test func aConnectionIsAnEventThenDiscoveryOnceThenTheStatus() {
+        var machine = GatewayMachine.running([])
+        #expect(machine.report(.connected(robin)) == [
+            .publish(.event(address: robin.address, .connected(robin))),
+            .publishSticky(.birdDiscovery(robin)), .publishSticky(.birdStatus(address: robin.address, online: true)),
+        ])
+        #expect(machine.report(.disconnected(robin)) == [
+            .publishSticky(.birdStatus(address: robin.address, online: false)),
+            .publish(.event(address: robin.address, .disconnected(robin))),
+        ])
+        // Discovered already: not again.
+        #expect(machine.report(.connected(robin)) == [
+            .publish(.event(address: robin.address, .connected(robin))), .publishSticky(.birdStatus(address: robin.address, online: true)),
+        ])
+        var quiet = GatewayMachine.running([], discovery: false)
+        #expect(!quiet.report(.connected(robin)).contains(.publishSticky(.birdDiscovery(robin))))
+    }
+
+    @Test func everyValueGoesOutAndTheStateOncePerWakeUpWithTheNewest() {
+        var machine = GatewayMachine.running([robin, wren])
+        for percent: UInt8 in [10, 20, 30] {
+            #expect(machine.report(reading(robin, percent)) == [.publish(.value(address: robin.address, .alpha(percent: percent)))])
+        }
+        _ = machine.report(reading(wren, 5))
+        #expect(machine.wakeUpEnds() == [
+            .publish(.state(address: robin.address, [.alpha: .alpha(percent: 30)])),
+            .publish(.state(address: wren.address, [.alpha: .alpha(percent: 5)])),
+        ])
+        #expect(machine.wakeUpEnds() == [])
+        // Another report goes after the states of the readings before it.
+        _ = machine.report(reading(robin, 40))
+        #expect(machine.report(.disconnected(robin)) == [
+            .publish(.state(address: robin.address, [.alpha: .alpha(percent: 40)])),
+            .publishSticky(.birdStatus(address: robin.address, online: false)),
+            .publish(.event(address: robin.address, .disconnected(robin))),
+        ])
+    }
+
+    @Test func aStaleOnlineOnTheBrokerIsMarkedOfflineUnlessHeld() {
+        var machine = GatewayMachine.running([robin])
+        #expect(machine.retainedOnline(robin.address) == [], "held: the broker is right")
+        #expect(machine.retainedOnline(wren.address) == [.publishSticky(.birdStatus(address: wren.address, online: false))])
+        #expect(machine.birdCount == 2, "remembered, so bounded like the others")
+        _ = machine.close()
+        #expect(machine.retainedOnline(finch.address) == [])
+    }
+
+    @Test func aForgottenBirdIsClearedAndDiscoveredAfreshIfItReturns() {
+        var machine = GatewayMachine.running([robin, wren])
+        _ = machine.report(.disconnected(robin))
+        _ = machine.report(reading(wren, 7))
+        #expect(machine.forget(robin.address) == [
+            .publish(.state(address: wren.address, [.alpha: .alpha(percent: 7)])),
+            .forgetSticky(addresses: [robin.address]), .publish(.clearing(address: robin.address)),
+        ])
+        #expect(machine.birdCount == 1)
+        #expect(machine.report(.connected(robin)).contains(.publishSticky(.birdDiscovery(robin))))
+    }
+
+    /// The fleet forgets a bird it no longer hears: its topics are cleared;
+    /// a stranger the gateway never published leaves nothing to clear.
+    @Test func aBirdTheFleetForgetsIsClearedAStrangerLeavesNothing() {
+        var machine = GatewayMachine.running([robin])
+        _ = machine.report(.disconnected(robin))
+        let forgotten = machine.report(.forgotten(address: robin.address))
+        #expect(forgotten == [
+            .publish(.event(address: robin.address, .forgotten(address: robin.address))),
+            .forgetSticky(addresses: [robin.address]), .publish(.clearing(address: robin.address)),
+        ])
+        #expect(machine.birdCount == 0)
+        let stranger = "D0:00:00:00:00:01"
+        #expect(machine.report(.forgotten(address: stranger)) == [
+            .publish(.event(address: stranger, .forgotten(address: stranger)))
+        ])
+    }
+
+    @Test func aNewBirdBeyondTheBoundForgetsTheOfflineOnesNotTheOnlineOnes() {
+        var machine = GatewayMachine.running([robin, wren], maximumBirds: 2)
+        _ = machine.report(.disconnected(robin))
+        let actions = machine.report(.connected(finch))
+        #expect(actions.contains(.forgetSticky(addresses: [robin.address])), "\(actions)")
+        #expect(machine.birdCount == 2)
+        // Wren (online) was kept: its status goes offline at the end.
+        #expect(machine.close().contains(.closePublisher(final: [
+            .birdStatus(address: wren.address, online: false), .birdStatus(address: finch.address, online: false),
+            .gatewayStatus(online: false),
+        ])))
+        // A reading of a new bird beyond the bound makes room too.
+        var full = GatewayMachine.running([robin], maximumBirds: 1)
+        _ = full.report(.disconnected(robin))
+        #expect(full.reading(wren.address, .alpha(percent: 1)) == .forgetStickyThenPublishValue([robin.address]))
+        #expect(full.reading(wren.address, .alpha(percent: 2)) == .publishValue)
+    }
+
+    @Test func closingSaysOfflineThenWaitsWhileTheBrokerMakesProgress() {
+        var machine = GatewayMachine.running([robin])
+        _ = machine.report(reading(robin, 50))
+        #expect(machine.close() == [
+            .publish(.state(address: robin.address, [.alpha: .alpha(percent: 50)])),
+            .closePublisher(final: [.birdStatus(address: robin.address, online: false), .gatewayStatus(online: false)]),
+            .armExitTimer,
+        ])
+        #expect(machine.close() == [])
+        #expect(machine.report(reading(robin, 60)) == [], "nothing new once closing")
+        #expect(machine.exitDeadlinePassed(undelivered: 100) == [.armExitTimer])
+        #expect(machine.exitDeadlinePassed(undelivered: 40) == [.armExitTimer])
+        #expect(machine.exitDeadlinePassed(undelivered: 40) == [.gaveUp(undelivered: 40), .finish(delivered: false)])
+        #expect(machine.publisherClosed(undelivered: 40) == [], "finished once")
+    }
+
+    @Test func theBrokerTakingEverythingEndsIt() {
+        var machine = GatewayMachine.running([robin])
+        _ = machine.close()
+        #expect(machine.publisherClosed(undelivered: 0) == [.cancelExitTimer, .finish(delivered: true)])
+        // All taken at the deadline but no end from the publisher: one more deadline.
+        var hung = GatewayMachine.running([robin])
+        _ = hung.close()
+        #expect(hung.exitDeadlinePassed(undelivered: 0) == [.armExitTimer])
+        #expect(hung.exitDeadlinePassed(undelivered: 0) == [.finish(delivered: true)])
+        var never = GatewayMachine(.init(discovery: true))
+        #expect(never.close() == [.finish(delivered: true)])
+    }
+
+    @Test func droppedMessagesAreAnEvent() {
+        var machine = GatewayMachine.running()
+        #expect(machine.dropped(12) == [.publish(.dropped(12))])
+    }
+}
