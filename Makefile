@@ -22,13 +22,9 @@
 
 SHELL := /bin/bash
 SWIFT ?= swift
-# Swift Testing starts every test at once unless told otherwise: 130 fake
-# BlueZes, dbus-daemons and birdctls together held ~1,400 descriptors in the
-# test process, and with that many Foundation's Process.run over-reads
-# /proc/self/fd's listing (swift-corelibs-foundation #5472) and the test
-# process died of SIGSEGV. 32 at a time: peak ~230 descriptors, and the unit
-# run is faster (58 s against 67 s on 2 cores).
-export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 32
+# How many tests run at once: the test support itself bounds Swift Testing to
+# 32 unless SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is set
+# (Sources/CTestSupport/Parallelism.c), so `swift test` alone runs as this does.
 # libdbus headers for the CDBus module; a dbus-daemon for private test buses;
 # Debian's python3 with dbus-python, GLib and python-dbusmock for the fake BlueZ;
 # libmosquitto for the MQTT gateway, and a real broker, its clients and openssl

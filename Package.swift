@@ -40,10 +40,18 @@ let package = Package(
         .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "Sinks", "BuildInfo", "CMalloc"]),
         // The executable: blocks signals, runs BirdctlCLI, exits.
         .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
-        // What the test support asks of the kernel with a sockaddr (a free port).
+        // What the test support asks of the kernel with a sockaddr or C strings (a free port, posix_spawn).
         .target(name: "CTestSupport"),
-        // Starts a private dbus-daemon, the fake BlueZ of fixtures/ and mosquitto for tests.
-        .target(name: "BlueZTestSupport", dependencies: ["DBus", "BlueZ", "CTestSupport"]),
+        // The tests' children: started with posix_spawn, reaped, killed with the test process; birdctl's runner.
+        .target(name: "TestProcesses", dependencies: ["CTestSupport"]),
+        // A private dbus-daemon and the fake BlueZ of fixtures/ on it.
+        .target(name: "FakeBlueZSupport", dependencies: ["DBus", "BlueZ", "TestProcesses"]),
+        // mosquitto on a free port, its clients, a test CA.
+        .target(name: "MosquittoSupport", dependencies: ["CTestSupport", "TestProcesses"]),
+        // All three in one import.
+        .target(name: "BlueZTestSupport", dependencies: ["TestProcesses", "FakeBlueZSupport", "MosquittoSupport"]),
+        // A test run in miniature (a bus, the fake, a birdctl watch) for the test that kills it.
+        .executableTarget(name: "test-support-probe", dependencies: ["BlueZTestSupport"]),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
@@ -53,7 +61,9 @@ let package = Package(
         // The command line's parsing, escaping and formatting, without a bus.
         .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus", "MQTT"]),
         // Runs the built birdctl against the fake BlueZ (and the gateway, in-process, against mosquitto).
-        .testTarget(name: "BirdctlTests", dependencies: ["birdctl", "BirdctlCLI", "Bird", "MQTT", "BlueZTestSupport", "BlueZ", "DBus"]),
+        .testTarget(
+            name: "BirdctlTests",
+            dependencies: ["birdctl", "test-support-probe", "BirdctlCLI", "Bird", "MQTT", "BlueZTestSupport", "BlueZ", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

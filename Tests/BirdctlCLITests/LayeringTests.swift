@@ -61,12 +61,33 @@ struct LayeringTests {
 
     /// DBus, MQTT and Threads are the layers over C libraries (libdbus,
     /// libmosquitto, pthreads); nothing above them touches a pointer, nor
-    /// does the tests' support (its one sockaddr is handled in CTestSupport).
-    @Test(arguments: ["BlueZ", "Bird", "Sinks", "BirdctlCLI", "birdctl", "BlueZTestSupport"])
+    /// does the tests' support (its sockaddr and posix_spawn's string arrays are
+    /// handled in CTestSupport).
+    @Test(arguments: [
+        "BlueZ", "Bird", "Sinks", "BirdctlCLI", "birdctl", "BlueZTestSupport", "TestProcesses", "FakeBlueZSupport",
+        "MosquittoSupport", "test-support-probe",
+    ])
     func noPointersAboveTheDBusLayer(_ target: String) throws {
         for file in try Self.files(of: target) {
             for word in ["UnsafePointer", "UnsafeMutablePointer", "UnsafeRawPointer", "UnsafeMutableRawPointer", "OpaquePointer"] {
                 #expect(!file.text.contains(word), "\(target)/\(file.name) uses \(word)")
+            }
+        }
+    }
+
+    /// Tests start programs only through the test support's `ChildProcess`:
+    /// Foundation's `Process` lists /proc/self/fd on each start (and crashed
+    /// the test process with many descriptors open), and its children
+    /// outlive a run that is killed (docs/testing.md).
+    @Test func testsStartChildrenOnlyThroughTheTestSupport() throws {
+        let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
+        let targets = try FileManager.default.contentsOfDirectory(atPath: tests.path).map { "../Tests/" + $0 }
+            + ["TestProcesses", "FakeBlueZSupport", "MosquittoSupport", "BlueZTestSupport", "test-support-probe"]
+        let regex = try NSRegularExpression(pattern: #"(?<![A-Za-z_])Process\("#)
+        for target in targets {
+            for file in try Self.files(of: target) {
+                let match = regex.firstMatch(in: file.text, range: NSRange(file.text.startIndex..., in: file.text))
+                #expect(match == nil, "\(target)/\(file.name) starts a Foundation Process")
             }
         }
     }

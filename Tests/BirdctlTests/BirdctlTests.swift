@@ -4,42 +4,6 @@ import DBus
 import Foundation
 import Testing
 
-let bird = "F0:0D:B1:7D:00:01"
-let alphaUUID = FakeBlueZ.alphaUUID
-
-func parseJSON(_ line: String) throws -> [String: Any] {
-    let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
-    return try #require(object as? [String: Any], "not a JSON object: \(line)")
-}
-
-extension FakeBlueZ {
-    func birdctl(_ arguments: String..., timeout: Duration = .seconds(30)) async throws -> BirdctlProcess.Finished {
-        try await birdctl(arguments, timeout: timeout)
-    }
-
-    func birdctl(_ arguments: [String], timeout: Duration = .seconds(30)) async throws -> BirdctlProcess.Finished {
-        try await BirdctlProcess.run(arguments, environment: environment, timeout: timeout)
-    }
-
-    func launch(_ arguments: String...) throws -> BirdctlProcess {
-        try BirdctlProcess(arguments, environment: environment)
-    }
-
-    func push(_ value: String, to uuid: String = alphaUUID, address: String = bird) async throws {
-        try await call("PushValue", .string(address), .string(uuid), .bytes(Array(value.utf8)))
-    }
-}
-
-extension BirdctlProcess {
-    /// Skips lines until one contains `text`.
-    func line(containing text: String, within timeout: Duration = .seconds(10)) async throws -> String {
-        while let line = try await nextLine(within: timeout) {
-            if line.contains(text) { return line }
-        }
-        throw TestSetupError("birdctl's output ended before a line with '\(text)'; stderr:\n\(stderr)")
-    }
-}
-
 @Suite("birdctl scan")
 struct ScanTests {
     @Test func listsTheBirdAndIgnoresOthersAndCachedOnes() async throws {
@@ -268,4 +232,3 @@ struct ReadTests {
     }
 }
 
-let birdPath = "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01"

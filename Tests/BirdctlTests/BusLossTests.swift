@@ -54,10 +54,7 @@ struct BusLossTests {
         try await fake.addBird()
         try await fake.delayAlways("ReadValue", seconds: -1)
         let read = try fake.launch("read", bird, "alpha")
-        for _ in 0..<500 {
-            if try await fake.calls().contains(where: { $0.hasPrefix("ReadValue") }) { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = try await poll { try await fake.calls().contains { $0.hasPrefix("ReadValue") } }
         fake.bus.stop()
         #expect(try await read.waitForExit(within: Self.deadline) == 12, "\(read.stderr)")
         #expect(read.stderr.contains(Self.message), "\(read.stderr)")

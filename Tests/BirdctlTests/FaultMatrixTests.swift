@@ -10,11 +10,10 @@ import Testing
 struct FaultMatrixTests {
     /// Waits until the fake has seen a call of `method`.
     func waitForCall(_ fake: FakeBlueZ, _ method: String) async throws {
-        for _ in 0..<500 {
-            if try await fake.calls().contains(where: { $0.hasPrefix(method + " ") }) { return }
-            try await Task.sleep(for: .milliseconds(10))
+        let called = try await poll {
+            try await fake.calls().contains { $0.hasPrefix(method + " ") }
         }
-        throw TestSetupError("birdctl never called \(method)")
+        if !called { throw TestSetupError("birdctl never called \(method)") }
     }
 
     // MARK: bluetoothd
@@ -224,22 +223,16 @@ struct FaultMatrixTests {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("slow-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: output) }
         // The reader sleeps while birdctl fills the pipe (64 KiB) and blocks.
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = ["-c", "\"$0\" watch alpha --count 5001 | (sleep 2; cat > \"$1\")",
-                           BirdctlProcess.executable.path, output.path]
-        shell.environment = ProcessInfo.processInfo.environment.merging(fake.environment) { $1 }
-        let (exited, continuation) = AsyncStream.makeStream(of: Int32.self)
-        shell.terminationHandler = { continuation.yield($0.terminationStatus); continuation.finish() }
-        try shell.run()
+        let shell = try ChildProcess(
+            "/bin/sh",
+            ["-c", "\"$0\" watch alpha --count 5001 | (sleep 2; cat > \"$1\")", BirdctlProcess.executable.path, output.path],
+            environment: fake.environment)
         try await waitForNotifying(fake)
         // The fake answers calls in order: once it has the first read, the
         // burst comes after the read's reply (a change before it is superseded by it).
         try await waitForCall(fake, "ReadValue")
         try await fake.call("Burst", .string(bird), .string(FakeBlueZ.alphaUUID), .uint32(5000), .uint32(101))
-        var status: Int32 = -1
-        for await code in exited { status = code }
-        #expect(status == 0)
+        #expect(await shell.exited() == 0)
         let lines = try String(contentsOf: output, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 5001)
         let values = lines.dropFirst().compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }

@@ -17,25 +17,20 @@ extension FakeBlueZ {
 /// birdctl on a terminal of its own: `script` gives it a pty whose input is
 /// what the test types; what it writes to /dev/tty comes back on script's output.
 private final class Terminal: @unchecked Sendable {
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
+    private let process: ChildProcess
     private var seen = Data()
     var text: String { String(decoding: seen, as: UTF8.self) }
 
     init(_ command: [String], environment: [String: String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        process.arguments = ["-qec", command.joined(separator: " "), "/dev/null"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
+        process = try ChildProcess(
+            "/usr/bin/script", ["-qec", command.joined(separator: " "), "/dev/null"], environment: environment,
+            stdin: .pipe, stdout: .pipe)
     }
 
     /// Reads what the terminal shows until `wanted` appears; fails if the program ends first.
     func waitFor(_ wanted: String) async throws {
         while !text.contains(wanted) {
-            let chunk = output.fileHandleForReading.nextChunk()
+            let chunk = process.stdout?.nextChunk() ?? Data()
             if chunk.isEmpty {
                 Issue.record("the terminal never showed \"\(wanted)\"; it showed: \(text)")
                 return
@@ -45,14 +40,13 @@ private final class Terminal: @unchecked Sendable {
     }
 
     func type(_ keys: String) {
-        input.fileHandleForWriting.write(Data(keys.utf8))
+        process.stdin?.write(Data(keys.utf8))
     }
 
     /// Waits for the program to end; its exit status.
     func finish() async throws -> Int32 {
-        seen.append(output.fileHandleForReading.readToEndRetryingInterrupts())
-        process.waitUntilExit()
-        return process.terminationStatus
+        seen.append(process.stdout?.readToEndRetryingInterrupts() ?? Data())
+        return await process.exited()
     }
 }
 

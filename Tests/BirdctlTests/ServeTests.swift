@@ -112,11 +112,10 @@ struct ServeTests {
         #expect(await serve.stderr(contains: "'beak' is not a field"), "\(serve.stderr)")
         #expect(await serve.stderr(contains: "bad alpha value"), "\(serve.stderr)")
         var notified: [String] = []
-        for _ in 0..<100 {
+        _ = try await poll {
             let reply = try await fake.call("RemoteNotifications", .string(FakeBlueZ.alphaUUID))
             notified = (reply.first?.arrayItems ?? []).map { String(decoding: $0.bytes ?? [], as: UTF8.self) }
-            if notified.count >= 2 { break }
-            try await Task.sleep(for: .milliseconds(20))
+            return notified.count >= 2
         }
         #expect(notified == ["60", "61"])
         serve.signal(SIGINT)

@@ -179,10 +179,9 @@ struct WatchTests {
         watch.signal(signal)
         #expect(try await watch.waitForExit() == 0)
         var calls: [String] = []
-        for _ in 0..<200 {
+        _ = try await poll {
             calls = try await fake.calls()
-            if calls.filter({ $0.hasPrefix("ReleaseNotify") }).count == 3 { break }
-            try await Task.sleep(for: .milliseconds(10))
+            return calls.filter { $0.hasPrefix("ReleaseNotify") }.count == 3
         }
         #expect(calls.filter { $0.hasPrefix("AcquireNotify") }.count == 3, "\(calls)")
         #expect(calls.filter { $0.hasPrefix("ReleaseNotify") }.count == 3, "\(calls)")
@@ -271,27 +270,6 @@ struct WatchTests {
         #expect(result.stdout.count == 3)
     }
 }
-
-/// Waits until `count` characteristics with these UUIDs are notifying in the
-/// fake (pushes before that are not notifications, as in BlueZ). A watch of
-/// every field waits for `allFields`; `--all` with two birds for alpha twice.
-func waitForNotifying(_ fake: FakeBlueZ, _ uuids: [String] = [FakeBlueZ.alphaUUID], count: Int? = nil) async throws {
-    let needed = count ?? uuids.count
-    for _ in 0..<500 {
-        let tree = try await fake.managedObjects()
-        let notifying = (tree.dictionaryEntries ?? []).filter { entry in
-            let properties = entry.value.dictionaryEntries?
-                .first { $0.key.string == "org.bluez.GattCharacteristic1" }?.value.propertyMap
-            guard let uuid = properties?["UUID"]?.string else { return false }
-            return uuids.contains(uuid) && properties?["Notifying"]?.bool == true
-        }
-        if notifying.count >= needed { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    throw TestSetupError("birdctl never subscribed")
-}
-
-let allFields = [FakeBlueZ.nameUUID, FakeBlueZ.colorUUID, FakeBlueZ.alphaUUID]
 
 @Suite("birdctl beside other clients")
 struct SharedLinkTests {

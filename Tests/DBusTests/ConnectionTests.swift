@@ -4,22 +4,6 @@ import Foundation
 @testable import DBus
 import Testing
 
-/// Collects signals delivered on a connection's loop for a test to await.
-final class SignalInbox: @unchecked Sendable {
-    private let stream: AsyncStream<Message>
-    private let continuation: AsyncStream<Message>.Continuation
-    private var iterator: AsyncStream<Message>.Iterator
-
-    init() {
-        (stream, continuation) = AsyncStream.makeStream()
-        iterator = stream.makeAsyncIterator()
-    }
-
-    var handler: Connection.SignalHandler { { [continuation] in continuation.yield($0) } }
-
-    func next() async -> Message? { await iterator.next() }
-}
-
 @Suite("Connection: calls, errors, signals")
 struct ConnectionTests {
     @Test func errorNameAndMessageSurviveTheBus() async throws {

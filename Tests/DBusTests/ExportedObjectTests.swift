@@ -172,10 +172,9 @@ struct ExportedObjectTests {
         _ = try await successor.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "RequestName", arguments: [.string("org.birdctl.Trusted"), .uint32(4)])
-        var answered = false
-        for _ in 0..<50 where !answered {  // NameOwnerChanged reaches the server shortly
-            answered = (try? await call(from: successor, "/app/bird0", ExportPair.interface, "Ping")) == [.string("pong")]
-            if !answered { try await Task.sleep(for: .milliseconds(20)) }
+        // NameOwnerChanged reaches the server shortly.
+        let answered = await poll {
+            (try? await call(from: successor, "/app/bird0", ExportPair.interface, "Ping")) == [.string("pong")]
         }
         #expect(answered)
     }

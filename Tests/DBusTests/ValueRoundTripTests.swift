@@ -3,40 +3,6 @@ import DBus
 import Glibc
 import Testing
 
-/// Two real connections on a private dbus-daemon: one exports an echo
-/// method, the other sends values through the bus and compares what returns.
-final class EchoPair: @unchecked Sendable {
-    let bus: PrivateBus
-    let server: Connection
-    let client: Connection
-
-    init() throws {
-        bus = try PrivateBus()
-        server = try bus.connect()
-        client = try bus.connect()
-        server.export("/echo", [
-            ExportedInterface("org.birdctl.Test", methods: [
-                "Echo": { call in call.arguments },
-                "Fail": { _ throws(DBusError) in
-                    throw DBusError("org.birdctl.Test.Error.Custom", "it went wrong: ünïcode")
-                },
-            ])
-        ])
-    }
-
-    func echo(_ values: [DBusValue]) async throws -> [DBusValue] {
-        try await client.call(
-            destination: server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Echo",
-            arguments: values)
-    }
-
-    deinit {
-        client.close()
-        server.close()
-        bus.stop()
-    }
-}
-
 let sampleValues: [DBusValue] = [
     .byte(0), .byte(255), .bool(true), .bool(false),
     .int16(.min), .int16(.max), .uint16(.max), .int32(.min), .int32(.max), .uint32(.max),

@@ -26,3 +26,14 @@ extension FileHandle {
         }
     }
 }
+
+/// Reads one line from a pipe, blocking (used at start-up only).
+public func readLine(from handle: FileHandle) -> String? {
+    var bytes: [UInt8] = []
+    while true {
+        let chunk = handle.nextChunk(upTo: 1)
+        guard let byte = chunk.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+        if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+        bytes.append(byte)
+    }
+}

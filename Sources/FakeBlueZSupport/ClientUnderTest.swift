@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import TestProcesses
 
 /// A BlueZClient on its own connection to a fake's bus, with its events
 /// recorded for a test to wait on.

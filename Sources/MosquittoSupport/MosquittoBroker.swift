@@ -1,6 +1,7 @@
 import CTestSupport
 import Foundation
 import Glibc
+import TestProcesses
 
 /// A real MQTT broker (Debian's `mosquitto`) on a free loopback port, with a
 /// generated configuration in a directory of its own: persistence on, and
@@ -20,8 +21,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public let port: Int
     public let directory: URL
     public let tls: TLSFiles?
-    private var process: Process?
-    private var exited: ProcessExit?
+    private var process: ChildProcess?
 
     /// `users`: name → password (anonymous clients refused when given).
     /// `requireClientCertificate`: TLS clients must show one the CA signed.
@@ -69,24 +69,19 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// Starts the broker (again, on the same port, with what it persisted)
     /// and returns once it accepts connections.
     public func start() throws {
-        let process = Process()
-        // SIGTERM unblocked: `stop` is a clean shutdown that saves the persistence file.
         // stdbuf: its log lines on stdout as they are written (a pipe is block-buffered).
-        (process.executableURL, process.arguments) = Self.withSignals(
-            "/usr/bin/stdbuf", ["-oL", "/usr/sbin/mosquitto", "-c", directory.appendingPathComponent("mosquitto.conf").path])
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        let exited = ProcessExit(process)
-        try process.run()
-        (self.process, self.exited) = (process, exited)
+        let process = try ChildProcess(
+            "/usr/bin/stdbuf",
+            ["-oL", "/usr/sbin/mosquitto", "-c", directory.appendingPathComponent("mosquitto.conf").path],
+            stdout: .pipe)
+        self.process = process
+        guard let handle = process.stdout else { return }
         // It says "… running" once its listeners are open (mosquitto logs it
         // after listeners__start), so no connect check is needed; read on a
         // thread of its own, so that a broker that says nothing fails after 10 s.
         let answered = DispatchSemaphore(value: 0)
         let running = SaidRunning()
         Thread.detachNewThread {
-            let handle = output.fileHandleForReading
             var said = ""
             while !said.contains(" running") {
                 let data = handle.nextChunk()
@@ -107,19 +102,19 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// A clean shutdown (SIGTERM: it saves its persistence file), waited for.
     public func stop() {
         guard let process else { return }
-        Glibc.kill(process.processIdentifier, SIGTERM)
-        if exited?.wait(seconds: 10) != true { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.signal(SIGTERM)
+        if process.wait(within: .seconds(10)) == nil { process.kill() }
         self.process = nil
     }
 
     /// SIGSTOP: a hung broker that still holds its connections.
     public func signal(_ signal: Int32) {
-        if let process { Glibc.kill(process.processIdentifier, signal) }
+        process?.signal(signal)
     }
 
     public func kill() {
         guard let process else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.kill()
         self.process = nil
     }
 
@@ -141,8 +136,8 @@ public final class MosquittoBroker: @unchecked Sendable {
         arguments += extra
         // A retained marker arrives as soon as the SUBSCRIBE is in place.
         try publish(marker, "ready", retain: true, extra: extra)
-        let (executable, wrapped) = Self.withSignals("/usr/bin/mosquitto_sub", arguments)
-        let subscriber = try BirdctlProcess(wrapped, environment: environment, executable: executable)
+        let subscriber = try BirdctlProcess(
+            arguments, environment: environment, executable: URL(fileURLWithPath: "/usr/bin/mosquitto_sub"))
         guard let line = try await subscriber.nextLine(within: .seconds(10)), line.hasPrefix(marker) else {
             throw TestSetupError("mosquitto_sub did not subscribe:\n\(subscriber.stderr)")
         }
@@ -201,34 +196,17 @@ public final class MosquittoBroker: @unchecked Sendable {
             otherCACertificate: "\(d)/other-ca.crt", clientCertificate: "\(d)/client.crt", clientKey: "\(d)/client.key")
     }
 
-    /// `executable` run with no signal blocked. The test process blocks
-    /// SIGTERM (birdctl's loop takes it through a signalfd) and children
-    /// inherit the mask; mosquitto needs SIGTERM, mosquitto_sub -W SIGALRM.
-    static func withSignals(_ executable: String, _ arguments: [String]) -> (URL, [String]) {
-        let unblock = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
-        return (URL(fileURLWithPath: "/usr/bin/python3"), ["-c", unblock, executable] + arguments)
-    }
-
     /// Runs a helper to completion; its stdout.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], creating file: String? = nil, allowFailure: Bool = false) throws -> String {
         var arguments = arguments
         // mosquitto_passwd -c makes the file; later users are added without it.
         if let file, !FileManager.default.fileExists(atPath: file) { arguments.insert("-c", at: 0) }
-        let process = Process()
-        (process.executableURL, process.arguments) = withSignals(executable, arguments)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        let exited = ProcessExit(process)
-        try process.run()
-        let data = output.fileHandleForReading.readToEndRetryingInterrupts()
-        try? output.fileHandleForReading.close()
-        _ = exited.wait(seconds: nil)
-        if process.terminationStatus != 0 && !allowFailure {
-            throw TestSetupError("\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        let (status, output) = try ChildProcess.run(executable, arguments)
+        if status != 0 && !allowFailure {
+            throw TestSetupError("\(executable) \(arguments.joined(separator: " ")) exited \(status)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return output
     }
 }
 
@@ -236,24 +214,4 @@ public final class MosquittoBroker: @unchecked Sendable {
 /// it signals, read after the wait.
 private final class SaidRunning: @unchecked Sendable {
     var value = false
-}
-
-/// A process's end, awaited without polling: its termination handler
-/// signals. (Not `waitUntilExit`: it hangs off the main thread, see
-/// `PrivateBus.stop`.) Made before `run`.
-final class ProcessExit: @unchecked Sendable {
-    private let ended = DispatchSemaphore(value: 0)
-
-    init(_ process: Process) {
-        process.terminationHandler = { [ended] _ in ended.signal() }
-    }
-
-    /// Whether it ended within `seconds` (nil: however long it takes).
-    func wait(seconds: Int?) -> Bool {
-        guard let seconds else {
-            ended.wait()
-            return true
-        }
-        return ended.wait(timeout: .now() + .seconds(seconds)) == .success
-    }
 }

@@ -15,27 +15,21 @@ public final class BirdctlProcess: @unchecked Sendable {
         public var stderr: String
     }
 
-    private let process = Process()
+    private let process: ChildProcess
     /// birdctl's private memory now (RssAnon + RssShmem from /proc), in KiB.
     public var privateMemoryKiB: Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let status = (try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)) ?? ""
         return status.split(separator: "\n").reduce(0) { total, line in
             guard line.hasPrefix("RssAnon:") || line.hasPrefix("RssShmem:") else { return total }
             return total + (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0)
         }
     }
-    private let stdoutPipe = Pipe()
-    private let stderrPipe = Pipe()
     private let lock = NSLock()
     private var pending = Data()
     private var stderrData = Data()
     private let lines: AsyncStream<String>
     private let linesContinuation: AsyncStream<String>.Continuation
     private var iterator: AsyncStream<String>.Iterator
-    private let exited: AsyncStream<Int32>
-    private let exitedContinuation: AsyncStream<Int32>.Continuation
-
-    private let stdinPipe: Pipe?
 
     private var closeAfterLines: Int?
     private var stdoutDone = false
@@ -52,31 +46,21 @@ public final class BirdctlProcess: @unchecked Sendable {
         _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil,
         asUser user: (name: String, group: String)? = nil, executable: URL = BirdctlProcess.executable
     ) throws {
-        stdinPipe = withStdin ? Pipe() : nil
         (lines, linesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         iterator = lines.makeAsyncIterator()
-        (exited, exitedContinuation) = AsyncStream.makeStream()
-        if let user {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(user.name)", "--regid=\(user.group)", "--clear-groups", "--", executable.path]
-                + arguments
-        } else {
-            process.executableURL = executable
-            process.arguments = arguments
-        }
-        var merged = ProcessInfo.processInfo.environment
-        merged.merge(environment) { $1 }
-        merged["NO_COLOR"] = "1"
-        process.environment = merged
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
-        process.standardInput = stdinPipe ?? FileHandle.nullDevice
         self.closeAfterLines = closeAfterLines
-        process.terminationHandler = { [exitedContinuation] process in
-            exitedContinuation.yield(process.terminationStatus)
-            exitedContinuation.finish()
+        var environment = environment
+        environment["NO_COLOR"] = "1"
+        if let user {
+            process = try ChildProcess(
+                "/usr/bin/setpriv",
+                ["--reuid=\(user.name)", "--regid=\(user.group)", "--clear-groups", "--", executable.path] + arguments,
+                environment: environment, stdin: withStdin ? .pipe : .null, stdout: .pipe, stderr: .pipe)
+        } else {
+            process = try ChildProcess(
+                executable.path, arguments, environment: environment, stdin: withStdin ? .pipe : .null,
+                stdout: .pipe, stderr: .pipe)
         }
-        try process.run()
         // Blocking reads on threads of their own: FileHandle's readability
         // handlers (dispatch sources) were seen to crash libdispatch under load
         // when many pipes open and close.
@@ -85,7 +69,7 @@ public final class BirdctlProcess: @unchecked Sendable {
     }
 
     private func readStdout() {
-        let handle = stdoutPipe.fileHandleForReading
+        guard let handle = process.stdout else { return }
         var lines = 0
         while true {
             let data = handle.nextChunk()
@@ -93,16 +77,15 @@ public final class BirdctlProcess: @unchecked Sendable {
             lines += received(data)
             if let limit = closeAfterLines, lines >= limit { break }
         }
-        // Closed here, not when the Pipe goes: Foundation's Process keeps its
-        // pipes alive, and a test process holding ~1,400 descriptors crashes
-        // in Process.run (it over-reads /proc/self/fd's last entries).
+        // Closed here, as soon as the reader is done, so descriptors do not
+        // pile up while the test goes on.
         try? handle.close()
         received(Data())
         finishedReading(stdout: true)
     }
 
     private func readStderr() {
-        let handle = stderrPipe.fileHandleForReading
+        guard let handle = process.stderr else { return }
         while true {
             let data = handle.nextChunk()
             if data.isEmpty { break }
@@ -170,12 +153,7 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// apart from stdout, so a stdout line does not mean what birdctl wrote
     /// to stderr before it has arrived yet.
     public func stderr(contains text: String, within timeout: Duration = .seconds(10)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !stderr.contains(text) {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
+        await poll(within: timeout) { stderr.contains(text) }
     }
 
     /// The next stdout line; nil at end of output. Throws after `timeout`.
@@ -196,12 +174,12 @@ public final class BirdctlProcess: @unchecked Sendable {
 
     /// Writes a line to birdctl's stdin.
     public func send(_ line: String) {
-        stdinPipe?.fileHandleForWriting.write(Data((line + "\n").utf8))
+        process.stdin?.write(Data((line + "\n").utf8))
     }
 
     /// Sends a signal (SIGINT for Ctrl-C).
     public func signal(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
+        process.signal(signal)
     }
 
     /// Waits for the exit; kills birdctl and throws if it takes longer than `timeout`.
@@ -209,16 +187,15 @@ public final class BirdctlProcess: @unchecked Sendable {
         let watchdog = Task { [self] in
             try await Task.sleep(for: timeout)
             lock.withLock { timedOut = true }
-            kill(process.processIdentifier, SIGKILL)
+            process.kill()
         }
         defer { watchdog.cancel() }
-        var statuses = exited.makeAsyncIterator()
-        guard let status = await statuses.next() else { throw TestSetupError("birdctl exit not seen") }
+        let status = await process.exited()
         if lock.withLock({ timedOut }) {
             throw TestSetupError("birdctl did not exit within \(timeout); stderr:\n\(stderr)")
         }
         drain()
-        try? stdinPipe?.fileHandleForWriting.close()
+        try? process.stdin?.close()
         return status
     }
 

@@ -1,6 +1,6 @@
 import DBus
 import Foundation
-import Glibc
+import TestProcesses
 
 /// The fake `org.bluez` of fixtures/fake_bluez.py on a private bus: one per
 /// test, so tests are isolated and can run in parallel.
@@ -14,9 +14,8 @@ public final class FakeBlueZ: @unchecked Sendable {
     public let bus: PrivateBus
     /// The tests' own connection, used for control calls.
     public let control: Connection
-    private var process: Process?
-    /// The fake's stdout (it prints "ready"), open while it runs: it may print more.
-    private var stdout: FileHandle?
+    /// The fake; its stdout (it printed "ready") stays open while it runs: it may print more.
+    private var process: ChildProcess?
     private let parameters: String
     public let logFile: URL
     /// The fake's stderr (Python's tracebacks).
@@ -46,32 +45,20 @@ public final class FakeBlueZ: @unchecked Sendable {
 
     /// Starts the fake (again): a new bluetoothd with a new unique name.
     public func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [
-            "-m", "dbusmock", "--system", "-t", fixturesDirectory.appendingPathComponent("fake_bluez.py").path,
-            "-p", parameters, "-l", logFile.path,
-        ]
-        var environment = ProcessInfo.processInfo.environment
-        environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        // Not the test process's stderr: if the test process dies, `swift
-        // test` reads that pipe to its end, which a fake still running would
-        // hold open for ever.
-        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        let stderrHandle = FileHandle(forWritingAtPath: stderrFile.path)
-        process.standardError = stderrHandle
-        try process.run()
-        // The child has its own copies. Ours are closed by hand because
-        // Foundation's Process keeps them for as long as it lives.
-        try? stderrHandle?.close()
-        stdout = output.fileHandleForReading
-        guard readLine(from: output.fileHandleForReading) == "ready" else {
-            process.terminate()
-            try? output.fileHandleForReading.close()
+        // stderr (Python's tracebacks) to a file, not the test process's
+        // stderr: if the test process dies, `swift test` reads that pipe to
+        // its end, which a fake still running would hold open for ever.
+        let process = try ChildProcess(
+            "/usr/bin/python3",
+            [
+                "-m", "dbusmock", "--system", "-t", fixturesDirectory.appendingPathComponent("fake_bluez.py").path,
+                "-p", parameters, "-l", logFile.path,
+            ],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PYTHONDONTWRITEBYTECODE": "1"],
+            stdout: .pipe, stderr: .file(stderrFile))
+        guard process.stdout.flatMap(readLine(from:)) == "ready" else {
+            process.kill()
+            try? process.stdout?.close()
             let log = ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
                 + ((try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
             throw TestSetupError("the fake BlueZ did not start\n\(log)")
@@ -103,13 +90,12 @@ public final class FakeBlueZ: @unchecked Sendable {
         throw TestSetupError("org.bluez did not leave the bus")
     }
 
-    /// Kills the fake without waiting. SIGKILL: the child inherits a blocked SIGTERM.
+    /// Kills the fake without waiting.
     public func kill() {
         guard let process else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.kill()
+        try? process.stdout?.close()
         self.process = nil
-        try? stdout?.close()
-        stdout = nil
     }
 
     /// Calls a method of the fake's control interface (see fake_bluez.py).

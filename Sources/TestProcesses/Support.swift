@@ -1,0 +1,33 @@
+import Foundation
+
+/// Where the repository's fixtures live, wherever it is cloned.
+public let fixturesDirectory: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("fixtures")
+
+public struct TestSetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Checks `condition` every `pause` until it holds or `timeout` has passed;
+/// whether it held. For what sends no event to wait on (a fake's call log,
+/// what a child wrote to stderr); a deadline, never a timed assertion.
+public func poll(
+    within timeout: Duration = .seconds(10), every pause: Duration = .milliseconds(10),
+    until condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if try await condition() { return true }
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: pause)
+    }
+}
+
+extension Duration {
+    /// As Foundation's seconds.
+    var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,77 @@
+import BlueZTestSupport
+import DBus
+
+// What several of this target's suites share: a pair of connections on a
+// private bus, signals to await, calls run on a loop.
+
+/// Two real connections on a private dbus-daemon: one exports an echo
+/// method, the other sends values through the bus and compares what returns.
+final class EchoPair: @unchecked Sendable {
+    let bus: PrivateBus
+    let server: Connection
+    let client: Connection
+
+    init() throws {
+        bus = try PrivateBus()
+        server = try bus.connect()
+        client = try bus.connect()
+        server.export("/echo", [
+            ExportedInterface("org.birdctl.Test", methods: [
+                "Echo": { call in call.arguments },
+                "Fail": { _ throws(DBusError) in
+                    throw DBusError("org.birdctl.Test.Error.Custom", "it went wrong: ünïcode")
+                },
+            ])
+        ])
+    }
+
+    func echo(_ values: [DBusValue]) async throws -> [DBusValue] {
+        try await client.call(
+            destination: server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Echo",
+            arguments: values)
+    }
+
+    deinit {
+        client.close()
+        server.close()
+        bus.stop()
+    }
+}
+
+/// Collects signals delivered on a connection's loop for a test to await.
+final class SignalInbox: @unchecked Sendable {
+    private let stream: AsyncStream<Message>
+    private let continuation: AsyncStream<Message>.Continuation
+    private var iterator: AsyncStream<Message>.Iterator
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream()
+        iterator = stream.makeAsyncIterator()
+    }
+
+    var handler: Connection.SignalHandler { { [continuation] in continuation.yield($0) } }
+
+    func next() async -> Message? { await iterator.next() }
+}
+
+
+/// Calls `body` on the loop and waits for `ready` to be called there; false
+/// if it was not within 5 s.
+func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable (_ ready: @escaping @Sendable () -> Void) -> Void) async -> Bool {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        let once = Once()
+        loop.execute {
+            loop.schedule(after: .seconds(5)) { if once.first() { continuation.resume(returning: false) } }
+            body { if once.first() { continuation.resume(returning: true) } }
+        }
+    }
+}
+
+/// True the first time only.
+final class Once: @unchecked Sendable {
+    private var done = false
+    func first() -> Bool {
+        defer { done = true }
+        return !done
+    }
+}
