@@ -132,11 +132,18 @@ struct Arguments {
             } else if Arguments.isAddress(argument) {
                 throw UsageError("the address must come before the fields")
             } else {
-                throw UsageError("'\(argument)' is neither an address (AA:BB:CC:DD:EE:FF) nor a field (name, color, alpha)")
+                let fields = BirdField.allCases.map(\.rawValue).joined(separator: ", ")
+                throw UsageError("'\(argument)' is neither an address (AA:BB:CC:DD:EE:FF) nor a field (\(fields))")
             }
         }
         return (address, fields)
     }
+
+    /// What `addressAndFields` reads. Spelled out, not joined from
+    /// `BirdField.allCases` (ArgumentsTests checks it is the same): every
+    /// command is declared at start, and the joining would instantiate the
+    /// array's metadata then, ~140k instructions, for every command.
+    static let addressAndFieldsOperands = "[ADDRESS] [name|color|alpha ...]"
 
     static func isAddress(_ s: String) -> Bool {
         let parts = s.split(separator: ":", omittingEmptySubsequences: false)

@@ -124,6 +124,11 @@ struct Option: Hashable, Sendable {
         return "\(Double(seconds) + Double(attoseconds) / 1e18)"
     }
 
+    /// `auto, acquire or start`.
+    static func alternatives(_ names: [String]) -> String {
+        names.dropLast().joined(separator: ", ") + (names.count > 1 ? " or " : "") + (names.last ?? "")
+    }
+
     /// `16 MiB`, or the number of bytes.
     static func bytesText(_ bytes: Int) -> String {
         bytes > 0 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
@@ -161,9 +166,7 @@ extension Option.Kind {
             return .integer(value)
         case .choice(let choices, _):
             guard choices.contains(where: { $0.name == text }) else {
-                let names = choices.map(\.name)
-                let list = names.dropLast().joined(separator: ", ") + (names.count > 1 ? " or " : "") + (names.last ?? "")
-                throw UsageError("\(name) expects \(list), got '\(text)'")
+                throw UsageError("\(name) expects \(Option.alternatives(choices.map(\.name))), got '\(text)'")
             }
             return .text(text)
         case .adapter:

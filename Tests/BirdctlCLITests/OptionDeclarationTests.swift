@@ -124,6 +124,15 @@ struct OptionDeclarationTests {
         }
     }
 
+    /// The fields' operands are spelled out (for start-up); they must be the fields.
+    @Test func theFieldOperandsAreTheFields() {
+        let fields = BirdField.allCases.map(\.rawValue)
+        #expect(Arguments.addressAndFieldsOperands == "[ADDRESS] [\(fields.joined(separator: "|")) ...]")
+        #expect(Completions.fields == fields.joined(separator: " "))
+        #expect(Self.command("read").operands == Arguments.addressAndFieldsOperands)
+        #expect(Self.command("watch").operands == Arguments.addressAndFieldsOperands)
+    }
+
     @Test func helpWinsOverABadValue() throws {
         #expect(try Self.parse("read", "--timeout", "soon", "--help").has(.help))
         #expect(throws: UsageError.self) { try Self.parse("read", "--timeout", "soon") }

@@ -4,7 +4,7 @@ import Bird
 enum ReadCommand {
     static let command = Command(
         name: "read", summary: "read a Bird's name, color and alpha once",
-        operands: "[ADDRESS] [name|color|alpha ...]",
+        operands: Arguments.addressAndFieldsOperands,
         details: """
             Finds the first Bird (or the one at ADDRESS), connects, reads the fields
             (all three by default), prints them and disconnects. With one field the

@@ -5,7 +5,7 @@ import Glibc
 enum WatchCommand {
     static let command = Command(
         name: "watch", summary: "stream a Bird's readings (or every Bird's, with --all)",
-        operands: "[ADDRESS] [name|color|alpha ...]",
+        operands: Arguments.addressAndFieldsOperands,
         details: """
             Subscribes, reads the current values, and prints one line per reading,
             each tagged with the peripheral's address, until Ctrl-C, --count N
