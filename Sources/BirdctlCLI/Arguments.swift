@@ -7,15 +7,23 @@ struct UsageError: Error {
 }
 
 /// The command line split into options and positionals, checked against the
-/// options the command declares. Small on purpose: swift-argument-parser
-/// would cost 3 ms of start-up and 3.7 MiB of RSS (README, "Start-up").
+/// options the command declares: each value is converted by its option's
+/// kind as it is parsed (a bad one is a usage error, unless `--help` is
+/// asked for), and an option not given reads as its declared default. Small
+/// on purpose: swift-argument-parser would cost 3 ms of start-up and 3.7 MiB
+/// of RSS (README, "Start-up").
 struct Arguments {
-    private var values: [String: String] = [:]
+    /// The command's declarations by name: a value is read with the default
+    /// the command declared, whichever option of that name asks.
+    private let declared: [String: Option]
+    private var texts: [String: String] = [:]
+    private var values: [String: OptionValue] = [:]
     private var flags: Set<String> = []
     private(set) var positionals: [String] = []
 
     init(_ arguments: [String], accepting options: [Option]) throws(UsageError) {
-        let accepted = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        declared = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var badValue: UsageError?
         var index = 0
         var onlyPositionals = false
         while index < arguments.count {
@@ -36,20 +44,28 @@ struct Arguments {
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
             if name == "-h" { name = Option.help.name }
-            guard let option = accepted[name] else { throw UsageError("unknown option \(name)") }
+            guard let option = declared[name] else { throw UsageError("unknown option \(name)") }
             if !option.takesValue {
                 guard inlineValue == nil else { throw UsageError("\(name) takes no value") }
                 flags.insert(name)
+                continue
+            }
+            let text: String
+            if let inlineValue {
+                text = inlineValue
             } else {
-                if let inlineValue {
-                    values[name] = inlineValue
-                } else {
-                    guard index < arguments.count else { throw UsageError("\(name) needs a value") }
-                    values[name] = arguments[index]
-                    index += 1
-                }
+                guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+                text = arguments[index]
+                index += 1
+            }
+            texts[name] = text
+            do throws(UsageError) {
+                values[name] = try option.kind.value(of: text, for: name)
+            } catch {
+                badValue = badValue ?? error
             }
         }
+        if let badValue, !flags.contains(Option.help.name) { throw badValue }
     }
 
     private static func isNegativeNumber(_ s: String) -> Bool {
@@ -58,55 +74,49 @@ struct Arguments {
 
     func has(_ flag: Option) -> Bool { flags.contains(flag.name) }
 
-    func value(_ option: Option) -> String? { values[option.name] }
+    /// The value as given, if it was.
+    func value(_ option: Option) -> String? { texts[option.name] }
 
-    /// Seconds as a Duration; 0 means "no limit" where `zeroMeansNone`.
-    func seconds(_ option: Option, default fallback: Duration?, zeroMeansNone: Bool = true) throws(UsageError) -> Duration? {
-        guard let text = value(option) else { return fallback }
-        guard let value = Double(text), value >= 0, value.isFinite, value < 1e9 else {
-            throw UsageError("\(option.name) expects a number of seconds, got '\(text)'")
+    /// The value given, else the default the command declared (else `option`'s own).
+    private func converted(_ option: Option) -> OptionValue? {
+        values[option.name] ?? (declared[option.name] ?? option).kind.defaultValue
+    }
+
+    /// Seconds; nil is "no limit" (`none` in the declaration).
+    func seconds(_ option: Option) -> Duration? {
+        guard case .seconds(let value)? = converted(option) else { preconditionFailure("\(option.name) is not in seconds") }
+        return value
+    }
+
+    /// Seconds of an option whose default is a duration and whose 0 is not "no limit": a deadline.
+    func deadline(_ option: Option) -> Duration {
+        guard let value = seconds(option) else { preconditionFailure("\(option.name) has no limit") }
+        return value
+    }
+
+    func integer(_ option: Option) -> Int? {
+        switch converted(option) {
+        case .integer(let value)?: value
+        case nil: nil
+        default: preconditionFailure("\(option.name) is not an integer")
         }
-        if value == 0 && zeroMeansNone { return nil }
-        return .milliseconds(Int64((value * 1000).rounded()))
     }
 
-    /// `--notify-method auto|acquire|start`, default auto.
-    func notifyMethod() throws(UsageError) -> NotifyMethod {
-        guard let text = value(.notifyMethod) else { return .auto }
-        guard let method = NotifyMethod(rawValue: text) else {
-            throw UsageError("--notify-method expects auto, acquire or start, got '\(text)'")
+    /// A choice as the type whose cases are the choices (`NotifyMethod`).
+    func choice<Choice: RawRepresentable<String>>(_ option: Option, as type: Choice.Type = Choice.self) -> Choice {
+        guard case .text(let name)? = converted(option), let choice = Choice(rawValue: name) else {
+            preconditionFailure("\(option.name) is not a choice of \(Choice.self)")
         }
-        return method
+        return choice
     }
 
-    /// `--connect-timeout S`, default 10 s (0 is not "no limit" here: a deadline is the point).
-    func connectTimeout() throws(UsageError) -> Duration {
-        try seconds(.connectTimeout, default: .seconds(10), zeroMeansNone: false) ?? .seconds(10)
-    }
-
-    /// `--pair-timeout S`, default 30 s.
-    func pairTimeout() throws(UsageError) -> Duration {
-        try seconds(.pairTimeout, default: .seconds(30), zeroMeansNone: false) ?? .seconds(30)
-    }
-
-    /// A comma-separated list of addresses (upper case).
-    func addresses(_ option: Option) throws(UsageError) -> Set<String> {
-        guard let list = value(option) else { return [] }
-        var addresses: Set<String> = []
-        for address in list.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {
-            guard Arguments.isAddress(address) else {
-                throw UsageError("\(option.name) expects addresses like AA:BB:CC:DD:EE:FF, separated by commas; got '\(address)'")
-            }
-            addresses.insert(address.uppercased())
-        }
+    func addresses(_ option: Option) -> Set<String> {
+        guard case .addresses(let addresses)? = converted(option) else { preconditionFailure("\(option.name) is not addresses") }
         return addresses
     }
 
-    func integer(_ option: Option, range: ClosedRange<Int>) throws(UsageError) -> Int? {
-        guard let text = value(option) else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw UsageError("\(option.name) expects an integer in \(range.lowerBound)…\(range.upperBound), got '\(text)'")
-        }
+    func birdValue(_ option: Option) -> BirdValue {
+        guard case .birdValue(let value)? = converted(option) else { preconditionFailure("\(option.name) is not a Bird value") }
         return value
     }
 
@@ -122,11 +132,18 @@ struct Arguments {
             } else if Arguments.isAddress(argument) {
                 throw UsageError("the address must come before the fields")
             } else {
-                throw UsageError("'\(argument)' is neither an address (AA:BB:CC:DD:EE:FF) nor a field (name, color, alpha)")
+                let fields = BirdField.allCases.map(\.rawValue).joined(separator: ", ")
+                throw UsageError("'\(argument)' is neither an address (AA:BB:CC:DD:EE:FF) nor a field (\(fields))")
             }
         }
         return (address, fields)
     }
+
+    /// What `addressAndFields` reads. Spelled out, not joined from
+    /// `BirdField.allCases` (ArgumentsTests checks it is the same): every
+    /// command is declared at start, and the joining would instantiate the
+    /// array's metadata then, ~140k instructions, for every command.
+    static let addressAndFieldsOperands = "[ADDRESS] [name|color|alpha ...]"
 
     static func isAddress(_ s: String) -> Bool {
         let parts = s.split(separator: ":", omittingEmptySubsequences: false)

@@ -50,7 +50,7 @@ public enum Birdctl {
             return .success
         case "--generate-completion-script":
             guard arguments.count == 2, let shell = Completions.Shell(rawValue: arguments[1]) else {
-                Diagnostics.error("--generate-completion-script expects bash, zsh or fish")
+                Diagnostics.error("--generate-completion-script expects \(Option.alternatives(Completions.Shell.allCases.map(\.rawValue)))")
                 return .usage
             }
             printOut(Completions.script(for: shell))

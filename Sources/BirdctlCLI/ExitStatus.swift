@@ -134,7 +134,7 @@ extension CommandFailure {
 
 /// A BlueZ error, with what a person can do about it where birdctl knows.
 func explained(_ error: BlueZError) -> String {
-    if error.kind == .notPermitted && error.message == "Notify acquired" {
+    if error.isNotifyAcquiredByAnother {
         return "another client holds these notifications through AcquireNotify, and bluetoothd gives them "
             + "to it alone; to share them, watch with --notify-method start in every client"
     }

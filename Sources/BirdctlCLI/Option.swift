@@ -1,108 +1,209 @@
-import MQTT
+import Bird
 
-/// One command-line option, declared once: the parser, `--help`, the man page
-/// and the shell completions all read it from here. A command may word the
-/// help for itself (`explained`), never the name or the value.
+/// One command-line option, declared once (in Options.swift): its name, what
+/// it does, and its kind — the type of its value, its default and its
+/// choices. The parser converts and checks values by the kind (`Arguments`);
+/// `--help`, the man page and the shell completions render the same
+/// declaration: the value's label, the default, the choices. A command that
+/// needs another default or wording declares another option of the same
+/// name and kind (`--timeout` is three), never the same one twice.
 struct Option: Hashable, Sendable {
     /// `--timeout`.
     let name: String
-    /// What the value is called in help (`S`); nil for a flag.
-    let value: String?
-    let help: String
-    /// What a shell offers for the value.
-    let completion: Completion
+    /// What the option does; the default and the choices are added from `kind`.
+    let summary: String
+    let kind: Kind
+    /// What happens without the option, where that is not a value
+    /// (`--adapter`: the first powered one).
+    let fallback: String?
 
+    enum Kind: Sendable {
+        case flag
+        /// Seconds, at least `minimum`. Where `none` is set, it says what nil
+        /// means (`no limit`), and 0 is nil; `default` nil is none.
+        case seconds(default: Duration?, none: String? = nil, minimum: Duration = .zero)
+        /// An integer in `range`, called `label` in help.
+        case integer(label: String, range: ClosedRange<Int>, default: Int? = nil, inBytes: Bool = false)
+        /// One of `choices` (by name).
+        case choice([Choice], default: String)
+        /// A Bluetooth adapter's name, `hciN`.
+        case adapter
+        /// Bird addresses separated by commas, upper-cased.
+        case addresses
+        /// A Bird value, checked as a reading is (`BirdCodec`).
+        case birdValue(BirdField, default: String)
+        /// Text the command checks itself (a URL, a file name).
+        case text(label: String, completion: Completion = .none)
+    }
+
+    struct Choice: Sendable {
+        let name: String
+        let help: String
+    }
+
+    /// What a shell offers for the value.
     enum Completion: Hashable, Sendable {
         case none
         /// Bluetooth adapters on this machine (`hci0`, …).
         case adapter
         /// A file name.
         case file
+        /// One of these words.
+        case choices([String])
     }
 
-    init(_ name: String, value: String? = nil, _ help: String, completion: Completion = .none) {
+    init(_ name: String, _ summary: String, _ kind: Kind = .flag, fallback: String? = nil) {
         self.name = name
-        self.value = value
-        self.help = help
-        self.completion = completion
-    }
-
-    var takesValue: Bool { value != nil }
-
-    /// The same option, with help worded for one command.
-    func explained(_ help: String) -> Option {
-        Option(name, value: value, help, completion: completion)
+        self.summary = summary
+        self.kind = kind
+        self.fallback = fallback
     }
 
     static func == (a: Option, b: Option) -> Bool { a.name == b.name }
     func hash(into hasher: inout Hasher) { hasher.combine(name) }
+
+    var takesValue: Bool {
+        if case .flag = kind { false } else { true }
+    }
+
+    /// What the value is called in help (`S`, `auto|acquire|start`); nil for a flag.
+    var value: String? {
+        switch kind {
+        case .flag: nil
+        case .seconds: "S"
+        case .integer(let label, _, _, _), .text(let label, _): label
+        case .choice(let choices, _): choices.map(\.name).joined(separator: "|")
+        case .adapter: "hciN"
+        case .addresses: "ADDRESS[,ADDRESS...]"
+        case .birdValue(let field, _):
+            switch field {
+            case .name: "NAME"
+            case .color: "#RRGGBB"
+            case .alpha: "0-100"
+            }
+        }
+    }
+
+    var completion: Completion {
+        switch kind {
+        case .adapter: .adapter
+        case .text(_, let completion): completion
+        case .choice(let choices, _): .choices(choices.map(\.name))
+        default: .none
+        }
+    }
+
+    /// The help line: the summary, the choices, and the default, all from the declaration.
+    var help: String {
+        var text = summary
+        if case .choice(let choices, _) = kind {
+            text += ". " + choices.map { "\($0.name): \($0.help)" }.joined(separator: "; ")
+        }
+        if let note = defaultNote { text += " (\(note))" }
+        return text
+    }
+
+    /// `default 10 s; 0 = no limit`, `default: the first powered one`, `-127 to 20`.
+    var defaultNote: String? {
+        switch kind {
+        case .flag, .addresses, .adapter, .text: return fallback.map { "default: \($0)" }
+        case .seconds(let value, let none, _):
+            guard let value else { return none.map { "default: \($0)" } }
+            return "default \(Option.secondsText(value)) s" + (none.map { "; 0 = \($0)" } ?? "")
+        case .integer(_, let range, let value, let inBytes):
+            if let value { return "default " + (inBytes ? Option.bytesText(value) : "\(value)") }
+            return range.upperBound == Int.max ? nil : "\(range.lowerBound) to \(range.upperBound)"
+        case .choice(_, let value), .birdValue(_, let value): return "default \(value)"
+        }
+    }
+
+    /// `10`, `0.1`.
+    static func secondsText(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        if attoseconds == 0 { return "\(seconds)" }
+        return "\(Double(seconds) + Double(attoseconds) / 1e18)"
+    }
+
+    /// `auto, acquire or start`.
+    static func alternatives(_ names: [String]) -> String {
+        names.dropLast().joined(separator: ", ") + (names.count > 1 ? " or " : "") + (names.last ?? "")
+    }
+
+    /// `16 MiB`, or the number of bytes.
+    static func bytesText(_ bytes: Int) -> String {
+        bytes > 0 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
+    }
 }
 
-extension Option {
-    static let adapter = Option(
-        "--adapter", value: "hciN", "use this adapter (default: the first powered one)", completion: .adapter)
-    static let powerOn = Option("--power-on", "power the adapter on if it is off")
-    static let timeout = Option("--timeout", value: "S", "seconds to look for a Bird (default 10; 0 = no limit)")
-    static let connectTimeout = Option(
-        "--connect-timeout", value: "S", "deadline to connect, retries included (default 10 s)")
-    static let minimumRSSI = Option("--min-rssi", value: "DBM", "only Birds heard at least this strong (-127 to 20)")
-    static let forgetAfter = Option(
-        "--forget-after", value: "S",
-        "forget a Bird neither heard nor connected for S seconds; heard again, it is reported again (default 600)")
-    static let json = Option("--json", "JSON Lines on stdout, one object per line")
-    static let verbose = Option("--verbose", "show events and the D-Bus traffic on stderr")
-    static let help = Option("--help", "show this help (also -h)")
+/// An option's value, converted and checked by its kind.
+enum OptionValue: Equatable, Sendable {
+    case seconds(Duration?)
+    case integer(Int)
+    case text(String)
+    case addresses(Set<String>)
+    case birdValue(BirdValue)
+}
 
-    static let noPair = Option("--no-pair", "exit 10 instead of pairing when the bird asks for security")
-    static let confirmPairing = Option(
-        "--confirm-pairing", "ask on the terminal to confirm a pairing's passkey (default: Just Works, no questions)")
-    static let pairWith = Option(
-        "--pair-with", value: "ADDRESS[,ADDRESS...]",
-        "birds that may be paired (bonded) with when they ask; besides these, only the ADDRESS given and birds "
-            + "already bonded are (default: none, so --all never bonds with a stranger)")
-    static let pairTimeout = Option("--pair-timeout", value: "S", "deadline to pair, a person's answer included (default 30 s)")
-    static let hold = Option(
-        "--hold", value: "ADDRESS[,ADDRESS...]", "with --all: birds always held (a link kept, notifications streamed)")
-    static let poll = Option(
-        "--poll", value: "ADDRESS[,ADDRESS...]", "with --all: birds always polled (connect, read, disconnect, every --poll-interval)")
-    static let policy = Option(
-        "--policy", value: "auto|held|polled",
-        "with --all, the other birds: auto (default): held while the adapter has links for all, then one link "
-            + "is kept for the rest, which are polled; held; polled")
-    static let pollInterval = Option("--poll-interval", value: "S", "with --all: seconds between polls of a polled bird (default 60)")
-    static let links = Option(
-        "--links", value: "N", "with --all: the adapter's link limit, never exceeded (default: learned from a connection that never comes)")
-    static let count = Option("--count", value: "N", "stop after N readings")
-    static let duration = Option("--duration", value: "S", "stop after S seconds")
-    static let all = Option("--all", "follow every Bird in range; every line carries the address")
-    static let noReconnect = Option("--no-reconnect", "exit 7 when the link is lost instead of reconnecting")
-    static let notifyMethod = Option(
-        "--notify-method", value: "auto|acquire|start",
-        "auto (default): a socket from bluetoothd (AcquireNotify) where offered, else signals (StartNotify); "
-            + "acquire: the socket only; start: signals only, which other clients of the bird can share")
+extension Option.Kind {
+    /// The value given as `text` to the option `name`, or a usage error saying what was expected.
+    func value(of text: String, for name: String) throws(UsageError) -> OptionValue {
+        switch self {
+        case .flag:
+            throw UsageError("\(name) takes no value")
+        case .seconds(_, let none, let minimum):
+            guard let value = Double(text), value >= 0, value.isFinite, value < 1e9 else {
+                throw UsageError("\(name) expects a number of seconds, got '\(text)'")
+            }
+            if value == 0 && none != nil { return .seconds(nil) }
+            let duration = Duration.milliseconds(Int64((value * 1000).rounded()))
+            // Forgetting what was just heard would report a Bird again at every advertisement.
+            if duration < minimum { throw UsageError("\(name) expects at least \(Option.secondsText(minimum)) seconds") }
+            return .seconds(duration)
+        case .integer(_, let range, _, _):
+            guard let value = Int(text), range.contains(value) else {
+                throw UsageError("\(name) expects an integer in \(range.lowerBound)…\(range.upperBound), got '\(text)'")
+            }
+            return .integer(value)
+        case .choice(let choices, _):
+            guard choices.contains(where: { $0.name == text }) else {
+                throw UsageError("\(name) expects \(Option.alternatives(choices.map(\.name))), got '\(text)'")
+            }
+            return .text(text)
+        case .adapter:
+            guard text.hasPrefix("hci") && text.count > 3 && text.dropFirst(3).allSatisfy(\.isNumber) else {
+                throw UsageError("\(name) expects a name like hci0, got '\(text)'")
+            }
+            return .text(text)
+        case .addresses:
+            var addresses: Set<String> = []
+            for address in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {
+                guard Arguments.isAddress(address) else {
+                    throw UsageError("\(name) expects addresses like AA:BB:CC:DD:EE:FF, separated by commas; got '\(address)'")
+                }
+                addresses.insert(address.uppercased())
+            }
+            return .addresses(addresses)
+        case .birdValue(let field, _):
+            switch BirdCodec.parse(field, text) {
+            case .success(let value): return .birdValue(value)
+            case .failure(let error): throw UsageError("\(name): \(error.reason)")
+            }
+        case .text:
+            return .text(text)
+        }
+    }
 
-    static let quiet = Option("--quiet", "print no readings or events (errors still go to stderr); with --mqtt")
-
-    static let mqtt = Option(
-        "--mqtt", value: "URL", "also publish to this MQTT broker: mqtt[s]://HOST[:PORT][/PREFIX]")
-    static let mqttCredentials = Option(
-        "--mqtt-credentials", value: "FILE", "the broker's USERNAME:PASSWORD, one line (never on the command line)",
-        completion: .file)
-    static let mqttCA = Option(
-        "--mqtt-ca", value: "FILE", "CA certificate(s) the broker's TLS certificate must chain to (mqtts://)",
-        completion: .file)
-    static let mqttCertificate = Option(
-        "--mqtt-cert", value: "FILE", "a client certificate for brokers that ask for one", completion: .file)
-    static let mqttKey = Option("--mqtt-key", value: "FILE", "the client certificate's key (default: in --mqtt-cert)", completion: .file)
-    static let mqttBuffer = Option(
-        "--mqtt-buffer", value: "N", "messages kept while the broker is away, the oldest dropped beyond (default 50000)")
-    static let mqttBufferBytes = Option(
-        "--mqtt-buffer-bytes", value: "N",
-        "the same bound in bytes, topic + payload + 64 each (default \(MQTTSettings.defaultBufferByteCapacity >> 20) MiB)")
-    static let noDiscovery = Option("--no-discovery", "publish no Home Assistant discovery configs")
-
-    static let name = Option("--name", value: "NAME", "the name served and advertised (default Robin)")
-    static let color = Option("--color", value: "#RRGGBB", "the colour served (default #FF8800)")
-    static let alpha = Option("--alpha", value: "0-100", "the alpha served, in percent (default 80)")
-    static let animate = Option("--animate", "change alpha and colour every second")
+    /// The value without the option; nil where there is none (a flag, text).
+    var defaultValue: OptionValue? {
+        switch self {
+        case .flag, .adapter, .text: nil
+        case .seconds(let value, _, _): .seconds(value)
+        case .integer(_, _, let value, _): value.map(OptionValue.integer)
+        case .choice(_, let value): .text(value)
+        case .addresses: .addresses([])
+        case .birdValue(let field, let text):
+            // Declared, so checked by a test (every default converts by its own kind).
+            if case .success(let value) = BirdCodec.parse(field, text) { .birdValue(value) } else { nil }
+        }
+    }
 }

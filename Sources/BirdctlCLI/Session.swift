@@ -1,3 +1,4 @@
+import Bird
 import DBus
 import Glibc
 
@@ -80,5 +81,32 @@ final class Session: @unchecked Sendable {
             text += " " + (rendered.count > 400 ? String(rendered.prefix(400)) + "…" : rendered)
         }
         Diagnostics.say(text)
+    }
+}
+
+/// What a command's session runs: started on the loop, stopped by SIGINT,
+/// SIGTERM or a closed stdout; it ends the command with `Session.finish`.
+protocol SessionDriver: AnyObject, Sendable {
+    func start()
+    func stop()
+}
+
+extension CentralDriver: SessionDriver {}
+extension ScanDriver: SessionDriver {}
+extension BirdPeripheral: SessionDriver {}
+
+extension Session {
+    /// The one way a Bluetooth command runs: opens the system bus (a failure
+    /// is the exit status), builds the driver on the session, then runs the
+    /// loop on this thread, `start` first (the driver's own by default),
+    /// until the command finishes.
+    static func run<Driver: SessionDriver>(
+        json: Bool, verbose: Bool, _ makeDriver: (Session) throws(UsageError) -> Driver,
+        start: @escaping @Sendable (Session, Driver) -> Void = { $1.start() }
+    ) throws(UsageError) -> ExitStatus {
+        let session: Session
+        do { session = try Session(json: json, verbose: verbose) } catch { return error }
+        let driver = try makeDriver(session)
+        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { start(session, driver) }
     }
 }

@@ -56,6 +56,13 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         kind == .failed && message.includes("le-connection-abort-by-local")
     }
 
+    /// StartNotify (or AcquireNotify) refused because another client holds
+    /// the characteristic's notifications through AcquireNotify: bluetoothd
+    /// gives them to that client alone.
+    public var isNotifyAcquiredByAnother: Bool {
+        kind == .notPermitted && message == "Notify acquired"
+    }
+
     /// Worth a bounded retry with backoff.
     public var isTransient: Bool { kind == .inProgress || isConnectionAbortByLocal }
 

@@ -50,7 +50,8 @@ public struct MQTTSettings: Sendable {
     public var will: MQTTMessage?
     public var keepaliveSeconds = 30
     /// Messages held while the broker is unreachable; beyond it the oldest go.
-    public var bufferCapacity = 50_000
+    public var bufferCapacity = defaultBufferCapacity
+    public static let defaultBufferCapacity = 50_000
     /// The same bound in bytes (each message counted as its topic, its
     /// payload and 64 bytes of keeping): whichever is reached first.
     public var bufferByteCapacity = defaultBufferByteCapacity

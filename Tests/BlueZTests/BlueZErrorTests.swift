@@ -84,6 +84,15 @@ struct BlueZErrorTests {
         #expect(!BlueZError(.inProgress, message: "le-connection-abort-by-local").isConnectionAbortByLocal)
     }
 
+    /// bluetoothd 5.66 refuses StartNotify with NotPermitted "Notify acquired"
+    /// while another client holds the notifications through AcquireNotify.
+    @Test func notificationsHeldByAnotherClientAreNamedHere() {
+        #expect(BlueZError(.notPermitted, message: "Notify acquired").isNotifyAcquiredByAnother)
+        #expect(!BlueZError(.notPermitted, message: "Notify acquired elsewhere").isNotifyAcquiredByAnother)
+        #expect(!BlueZError(.notPermitted, message: "Read not permitted").isNotifyAcquiredByAnother)
+        #expect(!BlueZError(.failed, message: "Notify acquired").isNotifyAcquiredByAnother)
+    }
+
     @Test func aReplyThatNeverComesTimesOut() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird(cached: true)

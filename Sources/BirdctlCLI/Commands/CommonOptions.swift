@@ -1,8 +1,9 @@
 import Bird
 
 /// What the options every Bluetooth command shares say (a command that does
-/// not declare one of them sees it absent).
+/// not declare one of them sees its default).
 struct CommonOptions {
+    let arguments: Arguments
     var adapter: String?
     var json: Bool
     var verbose: Bool
@@ -16,27 +17,32 @@ struct CommonOptions {
     var pairsWith: Set<String>
 
     init(_ arguments: Arguments) throws(UsageError) {
+        self.arguments = arguments
         adapter = arguments.value(.adapter)
-        if let adapter, !(adapter.hasPrefix("hci") && adapter.dropFirst(3).allSatisfy(\.isNumber) && adapter.count > 3) {
-            throw UsageError("--adapter expects a name like hci0, got '\(adapter)'")
-        }
         json = arguments.has(.json)
         verbose = arguments.has(.verbose)
         powerOn = arguments.has(.powerOn)
-        minimumRSSI = try arguments.integer(.minimumRSSI, range: -127...20)
-        forgetAfter = try arguments.seconds(.forgetAfter, default: ScanDriver.defaultForgetAfter, zeroMeansNone: false)
-            ?? ScanDriver.defaultForgetAfter
-        // Forgetting what was just heard would report a Bird again at every advertisement.
-        if forgetAfter < .seconds(0.1) { throw UsageError("--forget-after expects at least 0.1 seconds") }
+        minimumRSSI = arguments.integer(.minimumRSSI)
+        forgetAfter = arguments.deadline(.forgetAfter)
         pairs = !arguments.has(.noPair)
         confirmPairing = arguments.has(.confirmPairing)
         if confirmPairing && !pairs { throw UsageError("--confirm-pairing and --no-pair contradict each other") }
-        pairsWith = try arguments.addresses(.pairWith)
-        if !pairsWith.isEmpty && !pairs { throw UsageError("--pair-with and --no-pair contradict each other") }
+        if arguments.value(.pairWith) != nil && !pairs { throw UsageError("--pair-with and --no-pair contradict each other") }
+        pairsWith = arguments.addresses(.pairWith)
     }
 
     var adapterOptions: AdapterOptions {
         AdapterOptions(adapterName: adapter, powerOn: powerOn)
+    }
+
+    /// One bird's machine as the options configure it; what no option of the
+    /// command says is the Bird layer's default.
+    func configuration(_ mode: BirdCentral.Configuration.Mode, fields: [BirdField], address: String?) -> BirdCentral.Configuration {
+        BirdCentral.Configuration(
+            mode: mode, fields: fields, address: address, minimumRSSI: minimumRSSI,
+            scanTimeout: arguments.seconds(.timeout), connectTimeout: arguments.deadline(.connectTimeout),
+            pairs: pairs, pairTimeout: arguments.deadline(.pairTimeout), pairsWith: pairsWith,
+            notifyMethod: arguments.choice(.notifyMethod))
     }
 
     /// Runs one bird's machine whose only output is diagnostics (set, pair,
@@ -46,16 +52,15 @@ struct CommonOptions {
         _ configuration: BirdCentral.Configuration,
         always: @escaping @Sendable (BirdCentral.Report) -> Bool = { _ in false }
     ) throws(UsageError) -> ExitStatus {
-        let session: Session
-        do { session = try Session(json: false, verbose: verbose) } catch { return error }
-        let formatter = session.formatter
-        let driver = try centralDriver(
-            session, BirdFleet(configuration),
-            onReport: { [verbose] report in
-                if verbose || always(report), let text = formatter.eventText(report) { Diagnostics.say(text) }
-            },
-            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
-        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+        try Session.run(json: false, verbose: verbose) { session throws(UsageError) in
+            let formatter = session.formatter
+            return try centralDriver(
+                session, BirdFleet(configuration),
+                onReport: { [verbose] report in
+                    if verbose || always(report), let text = formatter.eventText(report) { Diagnostics.say(text) }
+                },
+                onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
+        }
     }
 
     /// The central's driver for a fleet, with the pairing prompt if asked for.

@@ -11,7 +11,7 @@ enum PairCommand {
             agent (NoInputNoOutput: Just Works; --confirm-pairing asks on the terminal
             to confirm the passkey), and disconnects. A bird already paired is success.
             The bond is BlueZ's: later connections are encrypted without pairing again.
-            Exits 10 if pairing is refused, fails or takes longer than 30 s.
+            Exits 10 if pairing is refused, fails or takes longer than --pair-timeout.
             """,
         options: [.timeout, .connectTimeout, .pairTimeout, .confirmPairing, .adapter, .powerOn, .verbose, .help],
         run: { arguments throws(UsageError) in try run(arguments, mode: .pair) })
@@ -29,13 +29,8 @@ enum PairCommand {
         let common = try CommonOptions(arguments)
         let (address, fields) = try arguments.addressAndFields()
         guard let address, fields.isEmpty else { throw UsageError("expected the bird's ADDRESS (AA:BB:CC:DD:EE:FF)") }
-        let configuration = BirdCentral.Configuration(
-            mode: mode, fields: [], address: address,
-            scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
-            connectTimeout: try arguments.connectTimeout(), pairTimeout: try arguments.pairTimeout())
-
         // Pairing is the point of `pair`: say when it is done.
-        return try common.runQuietly(configuration) { report in
+        return try common.runQuietly(common.configuration(mode, fields: [], address: address)) { report in
             if case .paired = report { true } else { false }
         }
     }

@@ -4,7 +4,7 @@ import Bird
 enum ReadCommand {
     static let command = Command(
         name: "read", summary: "read a Bird's name, color and alpha once",
-        operands: "[ADDRESS] [name|color|alpha ...]",
+        operands: Arguments.addressAndFieldsOperands,
         details: """
             Finds the first Bird (or the one at ADDRESS), connects, reads the fields
             (all three by default), prints them and disconnects. With one field the
@@ -21,39 +21,34 @@ enum ReadCommand {
         let common = try CommonOptions(arguments)
         let (address, requested) = try arguments.addressAndFields()
         let fields = requested.isEmpty ? BirdField.allCases : requested
-        let configuration = BirdCentral.Configuration(
-            mode: .read, fields: fields, address: address, minimumRSSI: common.minimumRSSI,
-            scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
-            connectTimeout: try arguments.connectTimeout(), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith)
+        let configuration = common.configuration(.read, fields: fields, address: address)
         let bare = requested.count == 1 && !common.json
 
-        let session: Session
-        do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
-        let results = ReadResults()
-        let formatter = session.formatter
-        let driver = try common.centralDriver(
-            session, BirdFleet(configuration),
-            onReport: { report in
-                switch report {
-                case .reading(let peripheral, let value, let raw, _):
-                    results.values[value.field] = (value, raw)
-                    results.peripheral = peripheral
-                case .badValue(let peripheral, let error):
-                    results.errors[error.field] = error
-                    results.peripheral = peripheral
-                    Diagnostics.error(formatter.badValueText(peripheral, error))
-                default:
-                    if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
-                }
-            },
-            onFinish: { outcome in
-                if outcome == .success || outcome == .badValue {
-                    for line in lines(results, fields: fields, bare: bare, formatter) { session.stdout.line(line) }
-                }
-                session.finish(exitStatus(for: outcome))
-            })
-        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+        return try Session.run(json: common.json, verbose: common.verbose) { session throws(UsageError) in
+            let results = ReadResults()
+            let formatter = session.formatter
+            return try common.centralDriver(
+                session, BirdFleet(configuration),
+                onReport: { report in
+                    switch report {
+                    case .reading(let peripheral, let value, let raw, _):
+                        results.values[value.field] = (value, raw)
+                        results.peripheral = peripheral
+                    case .badValue(let peripheral, let error):
+                        results.errors[error.field] = error
+                        results.peripheral = peripheral
+                        Diagnostics.error(formatter.badValueText(peripheral, error))
+                    default:
+                        if common.verbose, let text = formatter.eventText(report) { Diagnostics.say(text) }
+                    }
+                },
+                onFinish: { outcome in
+                    if outcome == .success || outcome == .badValue {
+                        for line in lines(results, fields: fields, bare: bare, formatter) { session.stdout.line(line) }
+                    }
+                    session.finish(exitStatus(for: outcome))
+                })
+        }
     }
 
     /// What was read, collected so it prints in field order once complete. Loop-confined.

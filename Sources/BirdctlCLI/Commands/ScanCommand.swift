@@ -6,43 +6,41 @@ enum ScanCommand {
         name: "scan", summary: "list Bird peripherals in range", operands: "",
         details: """
             Lists Bird peripherals as they are found: address, smoothed RSSI, name.
-            At the end (--timeout, default 10 s; 0 = until Ctrl-C) a terminal also
-            gets the list sorted by signal strength, and --json a "done" line with it.
-            A Bird unheard for --forget-after seconds (default 300) is forgotten: it
-            leaves the list, and if it is heard again it is printed again as found.
+            At the end (--timeout) a terminal also gets the list sorted by signal
+            strength, and --json a "done" line with it. A Bird unheard for
+            --forget-after seconds is forgotten: it leaves the list, and if it is
+            heard again it is printed again as found.
             Exits 0 if a Bird was found, 6 if none was.
             """,
         options: [
-            .timeout.explained("seconds to scan (default 10; 0 = until Ctrl-C)"), .minimumRSSI, .forgetAfter, .adapter,
+            .scanTimeout, .minimumRSSI, .forgetAfter, .adapter,
             .powerOn, .json, .verbose, .help,
         ],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
-        let timeout = try arguments.seconds(.timeout, default: .seconds(10))
         guard arguments.positionals.isEmpty else { throw UsageError("scan takes no arguments") }
 
-        let session: Session
-        do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
-        let formatter = session.formatter
-        let toTerminal = formatter.color
-        let driver = ScanDriver(
-            connection: session.connection, options: common.adapterOptions, minimumRSSI: common.minimumRSSI,
-            timeout: timeout, forgetAfter: common.forgetAfter,
-            onFound: { result in session.stdout.line(line(for: result, formatter)) },
-            onFinish: { outcome, results in
-                if formatter.json {
-                    var done = formatter.event("done", nil)
-                    done.add("birds", .array(results.map(object(for:))))
-                    session.stdout.line(done.rendered)
-                } else if toTerminal, results.count > 1 {
-                    session.stdout.line(formatter.dim("\(results.count) birds, strongest first:"))
-                    for result in results { session.stdout.line(line(for: result, formatter)) }
-                }
-                session.finish(exitStatus(for: outcome))
-            })
-        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) { driver.start() }
+        return try Session.run(json: common.json, verbose: common.verbose) { session in
+            let formatter = session.formatter
+            let toTerminal = formatter.color
+            return ScanDriver(
+                connection: session.connection, options: common.adapterOptions, minimumRSSI: common.minimumRSSI,
+                timeout: arguments.seconds(.timeout), forgetAfter: common.forgetAfter,
+                onFound: { result in session.stdout.line(line(for: result, formatter)) },
+                onFinish: { outcome, results in
+                    if formatter.json {
+                        var done = formatter.event("done", nil)
+                        done.add("birds", .array(results.map(object(for:))))
+                        session.stdout.line(done.rendered)
+                    } else if toTerminal, results.count > 1 {
+                        session.stdout.line(formatter.dim("\(results.count) birds, strongest first:"))
+                        for result in results { session.stdout.line(line(for: result, formatter)) }
+                    }
+                    session.finish(exitStatus(for: outcome))
+                })
+        }
     }
 
     static func line(for result: ScanResult, _ formatter: ReportFormatter) -> String {

@@ -19,29 +19,22 @@ enum ServeCommand {
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
         guard arguments.positionals.isEmpty else { throw UsageError("serve takes no arguments") }
-        func initial(_ field: BirdField, _ option: Option, _ fallback: String) throws(UsageError) -> BirdValue {
-            switch BirdCodec.parse(field, arguments.value(option) ?? fallback) {
-            case .success(let value): return value
-            case .failure(let error): throw UsageError("\(option.name): \(error.reason)")
-            }
-        }
-        let name = try initial(.name, .name, "Robin")
-        let color = try initial(.color, .color, "#FF8800")
-        let alpha = try initial(.alpha, .alpha, "80")
+        let alpha = arguments.birdValue(.alpha)
+        let animated = arguments.has(.animate)
 
-        let session: Session
-        do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
-        let formatter = session.formatter
-        let stdout = session.stdout
-        let peripheral = BirdPeripheral(
-            connection: session.connection, name: name, color: color, alpha: alpha, options: common.adapterOptions,
-            onEvent: { event in stdout.line(line(for: event, formatter)) },
-            onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
-        let loop = session.connection.loop
-        return session.run(onInterrupt: peripheral.stop, onStdoutClosed: peripheral.stop) {
+        return try Session.run(json: common.json, verbose: common.verbose) { session in
+            let formatter = session.formatter
+            let stdout = session.stdout
+            return BirdPeripheral(
+                connection: session.connection, name: arguments.birdValue(.name), color: arguments.birdValue(.color),
+                alpha: alpha, options: common.adapterOptions,
+                onEvent: { event in stdout.line(line(for: event, formatter)) },
+                onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
+        } start: { session, peripheral in
+            let loop = session.connection.loop
             peripheral.start()
             readStdin(on: loop, into: peripheral)
-            if arguments.has(.animate), case .alpha(let percent) = alpha {
+            if animated, case .alpha(let percent) = alpha {
                 animate(peripheral, on: loop, from: Int(percent), step: 0)
             }
         }

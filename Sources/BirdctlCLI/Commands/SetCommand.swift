@@ -32,12 +32,6 @@ enum SetCommand {
         case .success(let parsed): value = parsed
         case .failure(let error): throw UsageError(error.description)
         }
-        let configuration = BirdCentral.Configuration(
-            mode: .write(value), fields: [field], address: address, minimumRSSI: common.minimumRSSI,
-            scanTimeout: try arguments.seconds(.timeout, default: .seconds(10)),
-            connectTimeout: try arguments.connectTimeout(), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith)
-
-        return try common.runQuietly(configuration)
+        return try common.runQuietly(common.configuration(.write(value), fields: [field], address: address))
     }
 }

@@ -5,7 +5,7 @@ import Glibc
 enum WatchCommand {
     static let command = Command(
         name: "watch", summary: "stream a Bird's readings (or every Bird's, with --all)",
-        operands: "[ADDRESS] [name|color|alpha ...]",
+        operands: Arguments.addressAndFieldsOperands,
         details: """
             Subscribes, reads the current values, and prints one line per reading,
             each tagged with the peripheral's address, until Ctrl-C, --count N
@@ -41,7 +41,7 @@ enum WatchCommand {
             """,
         options: [
             .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .count, .duration, .noReconnect, .notifyMethod,
-            .timeout.explained("seconds to look for a Bird at first (default: no limit)"), .connectTimeout,
+            .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .noDiscovery, .quiet, .help,
         ],
@@ -52,92 +52,69 @@ enum WatchCommand {
         let (address, requested) = try arguments.addressAndFields()
         let all = arguments.has(.all)
         if all && address != nil { throw UsageError("--all follows every Bird; it takes no ADDRESS") }
-        let configuration = BirdCentral.Configuration(
-            mode: .watch(reconnect: !arguments.has(.noReconnect)),
-            fields: requested.isEmpty ? BirdField.allCases : requested, address: address,
-            minimumRSSI: common.minimumRSSI,
-            scanTimeout: try arguments.seconds(.timeout, default: nil),
-            connectTimeout: try arguments.connectTimeout(),
-            maximumReadings: try arguments.integer(.count, range: 1...Int.max),
-            duration: try arguments.seconds(.duration, default: nil), pairs: common.pairs,
-            pairTimeout: try arguments.pairTimeout(), pairsWith: common.pairsWith, notifyMethod: try arguments.notifyMethod())
+        var configuration = common.configuration(
+            .watch(reconnect: !arguments.has(.noReconnect)), fields: requested.isEmpty ? BirdField.allCases : requested,
+            address: address)
+        configuration.maximumReadings = arguments.integer(.count)
+        configuration.duration = arguments.seconds(.duration)
 
-        if !all && arguments.value(.forgetAfter) != nil { throw UsageError("--forget-after goes with --all") }
+        if !all, let given = [Option.forgetAfter, .hold, .poll, .policy, .pollInterval, .links].first(where: { arguments.value($0) != nil }) {
+            throw UsageError("\(given.name) goes with --all")
+        }
+        let links = LinkPolicy(
+            hold: arguments.addresses(.hold), poll: arguments.addresses(.poll), otherBirds: arguments.choice(.policy),
+            pollInterval: arguments.deadline(.pollInterval), links: arguments.integer(.links))
+        if let both = links.hold.intersection(links.poll).first { throw UsageError("\(both) is both held and polled") }
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         let quiet = arguments.has(.quiet)
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
         for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
 
-        let session: Session
-        do { session = try Session(json: common.json, verbose: common.verbose) } catch { return error }
-        let formatter = session.formatter
-        let stdout = session.stdout
-        let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
-        let ending = WatchEnding(session: session, gateway: gateway)
-        let driver = try common.centralDriver(
-            session, BirdFleet(
-                configuration, all: all, forgetAfter: common.forgetAfter, links: try linkPolicy(arguments),
-                seed: UInt64.random(in: .min ... .max)),
-            onReport: { report in
-                // The command is ending: what comes now (a notification socket's
-                // last datagrams, calls failing) is neither printed nor published.
-                if session.busLost { return }
-                gateway?.handle(report)
-                if quiet { return }
-                switch report {
-                case .reading(let peripheral, let value, let raw, let notified):
-                    stdout.line { formatter.appendReading(peripheral, value, raw: raw, notified: notified, to: &$0) }
-                case .badValue(let peripheral, let error):
-                    if formatter.json {
-                        stdout.line(formatter.badValueLine(peripheral, error))
-                    } else {
-                        Diagnostics.error(formatter.badValueText(peripheral, error))
+        return try Session.run(json: common.json, verbose: common.verbose) { session throws(UsageError) in
+            let formatter = session.formatter
+            let stdout = session.stdout
+            let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
+            let ending = WatchEnding(session: session, gateway: gateway)
+            let driver = try common.centralDriver(
+                session,
+                BirdFleet(
+                    configuration, all: all, forgetAfter: common.forgetAfter, links: links, seed: UInt64.random(in: .min ... .max)),
+                onReport: { report in
+                    // The command is ending: what comes now (a notification socket's
+                    // last datagrams, calls failing) is neither printed nor published.
+                    if session.busLost { return }
+                    gateway?.handle(report)
+                    if quiet { return }
+                    switch report {
+                    case .reading(let peripheral, let value, let raw, let notified):
+                        stdout.line { formatter.appendReading(peripheral, value, raw: raw, notified: notified, to: &$0) }
+                    case .badValue(let peripheral, let error):
+                        if formatter.json {
+                            stdout.line(formatter.badValueLine(peripheral, error))
+                        } else {
+                            Diagnostics.error(formatter.badValueText(peripheral, error))
+                        }
+                    default:
+                        if let line = formatter.eventLine(report) {
+                            stdout.line(line)
+                        } else if let text = formatter.eventText(report) {
+                            Diagnostics.say(text)
+                        }
                     }
-                default:
-                    if let line = formatter.eventLine(report) {
-                        stdout.line(line)
-                    } else if let text = formatter.eventText(report) {
-                        Diagnostics.say(text)
-                    }
-                }
-            },
-            onFinish: { outcome in
-                // After the bus went, calls fail for that reason alone: the session said so.
-                guard !session.busLost else { return }
-                ending.end(exitStatus(for: outcome))
-            })
-        if gateway != nil {
-            // The readings received before the bus went still reach the broker.
-            session.onBusLost = { ending.end(.busLost) }
-        }
-        gateway?.onFailure = driver.stop
-        return session.run(onInterrupt: driver.stop, onStdoutClosed: driver.stop) {
-            driver.start()
-            gateway?.start()
-        }
-    }
-
-    /// `--all`'s held and polled birds and the link limit.
-    static func linkPolicy(_ arguments: Arguments) throws(UsageError) -> LinkPolicy {
-        let options: [Option] = [.hold, .poll, .policy, .pollInterval, .links]
-        if !arguments.has(.all), let given = options.first(where: { arguments.value($0) != nil }) {
-            throw UsageError("\(given.name) goes with --all")
-        }
-        var policy = LinkPolicy()
-        policy.hold = try arguments.addresses(.hold)
-        policy.poll = try arguments.addresses(.poll)
-        if let both = policy.hold.intersection(policy.poll).first { throw UsageError("\(both) is both held and polled") }
-        if let text = arguments.value(.policy) {
-            guard let choice = LinkPolicy.Default(rawValue: text) else {
-                throw UsageError("--policy expects one of \(LinkPolicy.Default.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+                },
+                onFinish: { outcome in
+                    // After the bus went, calls fail for that reason alone: the session said so.
+                    guard !session.busLost else { return }
+                    ending.end(exitStatus(for: outcome))
+                })
+            if gateway != nil {
+                // The readings received before the bus went still reach the broker.
+                session.onBusLost = { ending.end(.busLost) }
             }
-            policy.otherBirds = choice
+            gateway?.onFailure = driver.stop
+            return WatchDriver(central: driver, gateway: gateway)
         }
-        policy.pollInterval = try arguments.seconds(.pollInterval, default: LinkPolicy.defaultPollInterval, zeroMeansNone: false)
-            ?? LinkPolicy.defaultPollInterval
-        policy.links = try arguments.integer(.links, range: 1...64)
-        return policy
     }
 
     /// The credentials' variables, if set.
@@ -148,6 +125,22 @@ enum WatchCommand {
         }
         return environment
     }
+}
+
+/// The central's driver and the gateway, started together; a stop is the
+/// central's, whose end ends the gateway (`WatchEnding`).
+private final class WatchDriver: SessionDriver {
+    let central: CentralDriver
+    let gateway: MQTTGateway?
+
+    init(central: CentralDriver, gateway: MQTTGateway?) { (self.central, self.gateway) = (central, gateway) }
+
+    func start() {
+        central.start()
+        gateway?.start()
+    }
+
+    func stop() { central.stop() }
 }
 
 /// The one way out of a watch, whichever comes first (the driver's end or

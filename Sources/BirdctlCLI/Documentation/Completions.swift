@@ -17,6 +17,15 @@ enum Completions {
     static let fields = "name color alpha"
     static let topLevel = ["help", "--help", "--version"]
 
+    /// The options whose value is one of a few words, with the words, by name.
+    static func choices() -> [(name: String, words: [String])] {
+        var seen: Set<String> = []
+        return Birdctl.commands.flatMap(\.options).compactMap { option in
+            guard case .choices(let words) = option.completion, seen.insert(option.name).inserted else { return nil }
+            return (option.name, words)
+        }
+    }
+
     /// Whether a command's operands are fields (read, watch, set).
     static func takesFields(_ command: Command) -> Bool {
         command.operands.split(whereSeparator: { " []".contains($0) }).contains { $0 == "name|color|alpha" || $0 == "FIELD" }
@@ -32,6 +41,10 @@ enum Completions {
         }
         let adapterOptions = Set(Birdctl.commands.flatMap(\.options).filter { $0.completion == .adapter }.map(\.name))
         let fileOptions = Set(Birdctl.commands.flatMap(\.options).filter { $0.completion == .file }.map(\.name))
+        var choiceCases = ""
+        for (name, words) in choices() {
+            choiceCases += "        \(name)) COMPREPLY=($(compgen -W \"\(words.joined(separator: " "))\" -- \"$cur\")); return ;;\n"
+        }
         return """
             # bash completion for birdctl (birdctl --generate-completion-script bash)
             _birdctl() {
@@ -48,7 +61,7 @@ enum Completions {
                 case $prev in
                     \(adapterOptions.sorted().joined(separator: "|"))) COMPREPLY=($(compgen -W "$(\(adapters))" -- "$cur")); return ;;
                     \(fileOptions.sorted().joined(separator: "|"))) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                esac
+            \(choiceCases)    esac
                 [[ " $valued " == *" $prev "* ]] && return
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W "$options" -- "$cur"))
@@ -85,6 +98,7 @@ enum Completions {
                 let action = switch option.completion {
                 case .adapter: "_birdctl_adapters"
                 case .file: "_files"
+                case .choices(let words): "(\(words.joined(separator: " ")))"
                 case .none: " "
                 }
                 return "'\(option.name)\(help):\(quoted(value, escaping: [":"])):\(action)'"
@@ -137,6 +151,7 @@ enum Completions {
                 if option.takesValue { line += " -r" }
                 if option.completion == .adapter { line += " -a '(\(adapters))'" }
                 if option.completion == .file { line += " -F" }
+                if case .choices(let words) = option.completion { line += " -f -a '\(words.joined(separator: " "))'" }
                 lines.append(line + " -d \(quoted(option.help))")
             }
             if takesFields(command) { lines.append("complete -c birdctl -n \(condition) -a '\(fields)'") }

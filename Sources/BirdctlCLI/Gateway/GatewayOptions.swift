@@ -30,8 +30,8 @@ struct GatewayOptions {
         settings = MQTTSettings(host: target.host, port: target.port, clientID: "birdctl_" + Self.gatewayID(prefix))
         brokerDescription = "\(target.secure ? "mqtts" : "mqtt")://\(target.host):\(target.port)"
         discovery = !arguments.has(.noDiscovery)
-        if let capacity = try arguments.integer(.mqttBuffer, range: 1...10_000_000) { settings.bufferCapacity = capacity }
-        if let bytes = try arguments.integer(.mqttBufferBytes, range: 4096...(1 << 40)) { settings.bufferByteCapacity = bytes }
+        settings.bufferCapacity = arguments.integer(.mqttBuffer) ?? settings.bufferCapacity
+        settings.bufferByteCapacity = arguments.integer(.mqttBufferBytes) ?? settings.bufferByteCapacity
 
         let ca = arguments.value(.mqttCA)
         let certificate = arguments.value(.mqttCertificate)
