@@ -1,5 +1,7 @@
 import CDBus
 import Glibc
+// The loop is part of a connection's API (`loop`): whoever imports DBus gets it.
+@_exported import Loop
 import Synchronization
 import Threads
 
@@ -196,6 +198,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Queues a message on the loop; returns its serial, nil if disconnected.
     func sendNow(_ message: Message) -> UInt32? {
+        loop.assertInLoop()
         guard isConnected else { return nil }
         var serial: UInt32 = 0
         guard dbus_connection_send(raw, message.raw, &serial) != 0 else { return nil }
@@ -277,6 +280,7 @@ public final class Connection: @unchecked Sendable {
 
     /// The single libdbus filter: replies, signals and calls to exported objects.
     fileprivate func handleIncoming(_ message: Message) -> Bool {
+        loop.assertInLoop()
         tracer?(false, message)
         switch message.kind {
         case .methodReturn, .error:

@@ -1,4 +1,13 @@
-import DBus
+import Loop
+
+extension EventLoop {
+    /// A loop running on a thread of its own, as a connection's does.
+    static func started() -> EventLoop {
+        let loop = EventLoop()
+        loop.start()
+        return loop
+    }
+}
 
 /// Calls `body` on the loop and waits for `ready` to be called there; false
 /// if it was not within 5 s.
