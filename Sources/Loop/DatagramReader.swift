@@ -8,7 +8,7 @@ import Glibc
 /// bluetoothd is gone). Owns the descriptor. Loop-confined.
 public final class DatagramReader: @unchecked Sendable {
     /// Datagrams taken per system call; a fuller queue takes more calls.
-    package static let batchSize = 32
+    static let batchSize = 32
 
     private let fd: Int32
     private let loop: EventLoop

@@ -1,4 +1,4 @@
-import Loop
+@testable import Loop
 import Glibc
 import Testing
 
