@@ -144,7 +144,7 @@ test-unit: deps
 
 # swiftc has no UndefinedBehaviorSanitizer for Swift (Swift traps overflow and
 # out-of-bounds access itself); ASan covers every test, birdctl included
-# (the tests run the instrumented binary). TSan covers the D-Bus and BlueZ
+# (the tests run the instrumented binary). TSan covers the loop, the D-Bus and BlueZ
 # layers, where the loop thread meets callers on other threads, and the MQTT
 # gateway (the instrumented birdctl: its publisher thread meets the loop).
 # Leak checks are off: LeakSanitizer reports what XCTest and birdctl still hold at process
@@ -157,7 +157,7 @@ sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
 	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp fixtures/in-own-session.sh \
 	    $(SWIFT) test --skip-build --build-path .build-tsan \
-	    --filter 'ThreadsTests|DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
+	    --filter 'ThreadsTests|LoopTests|DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,
 # serve's stdin lines, peer text escaped for terminals and JSON, BlueZ's

@@ -4,6 +4,7 @@ import PackageDescription
 let package = Package(
     name: "birdctl",
     products: [
+        .library(name: "Loop", targets: ["Loop"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Bird", targets: ["Bird"]),
@@ -17,10 +18,14 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
-        // Threads and a lock over pthreads (no Foundation, no libdispatch), for DBus's loop and MQTT's publisher.
+        // Threads and a lock over pthreads (no Foundation, no libdispatch), for the loop and MQTT's publisher.
         .target(name: "Threads"),
-        // Swift over libdbus: the layer that touches libdbus's pointers.
-        .target(name: "DBus", dependencies: ["CDBus", "Threads"]),
+        // epoll, eventfd, signalfd and recvmmsg, which Swift's Glibc module leaves out.
+        .systemLibrary(name: "CLoop"),
+        // The event loop: epoll, timers, descriptor watches, signals, work posted from other threads, a monotonic clock.
+        .target(name: "Loop", dependencies: ["CLoop", "Threads"]),
+        // Swift over libdbus: the layer that touches libdbus's pointers; libdbus's watches and timeouts on the loop.
+        .target(name: "DBus", dependencies: ["CDBus", "Loop", "Threads"]),
         // A typed org.bluez client.
         .target(name: "BlueZ", dependencies: ["DBus"]),
         // The Bird domain: UUIDs, codecs, RSSI smoothing, the central state machine and its driver.
@@ -53,6 +58,7 @@ let package = Package(
         // A test run in miniature (a bus, the fake, a birdctl watch) for the test that kills it.
         .executableTarget(name: "test-support-probe", dependencies: ["BlueZTestSupport"]),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
+        .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),

@@ -78,6 +78,7 @@ public final class BirdPeripheral: @unchecked Sendable {
     }
 
     private func handle(_ event: BlueZEvent) {
+        core.connection.loop.assertInLoop()
         guard !core.isFinished else { return }
         if let adapter = core.powerChange(event) {
             if adapter.powered, !registered { register() }
@@ -121,6 +122,7 @@ public final class BirdPeripheral: @unchecked Sendable {
     }
 
     private func finish(_ outcome: CommandOutcome) {
+        core.connection.loop.assertInLoop()
         core.finish { [onFinish] in onFinish(outcome) }
     }
 }

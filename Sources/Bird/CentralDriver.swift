@@ -167,6 +167,7 @@ public final class CentralDriver: @unchecked Sendable {
 
     /// Runs one event on the fleet and performs the actions it returns.
     private func apply(_ event: (inout BirdFleet) -> [BirdFleet.Action]) {
+        loop.assertInLoop()
         guard !core.isFinished else { return }
         for action in event(&fleet) { perform(action) }
     }

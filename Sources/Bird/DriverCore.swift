@@ -50,6 +50,7 @@ final class DriverCore: @unchecked Sendable {
 
     /// The chosen adapter, updated, when `event` is a change of its power.
     func powerChange(_ event: BlueZEvent) -> AdapterChoice? {
+        connection.loop.assertInLoop()
         guard case .adapterChanged(let changed, let names) = event, changed.path == adapter?.path,
             names.contains(.powered)
         else { return nil }
@@ -86,6 +87,7 @@ final class DriverCore: @unchecked Sendable {
     /// A cleanup call (StopNotify, Disconnect, StopDiscovery, Unregister…):
     /// the way out waits for its `done`.
     func cleanup(_ body: (@escaping @Sendable () -> Void) -> Void) {
+        connection.loop.assertInLoop()
         cleanupInFlight += 1
         body { [self] in
             connection.loop.execute { [self] in
@@ -101,6 +103,7 @@ final class DriverCore: @unchecked Sendable {
     /// Ends the driver once: `deliver` runs when the cleanup calls in flight
     /// are answered, or after `exitWait`.
     func finish(_ deliver: @escaping () -> Void) {
+        connection.loop.assertInLoop()
         guard !isFinished else { return }
         isFinished = true
         for body in finishing { body() }

@@ -68,6 +68,7 @@ public final class ScanDriver: @unchecked Sendable {
     }
 
     private func handle(_ event: BlueZEvent) {
+        core.connection.loop.assertInLoop()
         guard !core.isFinished else { return }
         if let adapter = core.powerChange(event) {
             if adapter.powered { begin() } else if scanning { finish(.failed(.adapterOff(adapter.name))) }
@@ -120,6 +121,7 @@ public final class ScanDriver: @unchecked Sendable {
     }
 
     private func finish(_ outcome: CommandOutcome) {
+        core.connection.loop.assertInLoop()
         guard !core.isFinished else { return }
         let list = results.list(at: .now)
         if let sweep { core.connection.loop.cancel(sweep) }

@@ -96,6 +96,7 @@ public final class BlueZClient: @unchecked Sendable {
     /// already reflected in it, so they are ignored while loading. With
     /// another scope, a `FocusedLoad` instead, under which signals are applied.
     private func load() {
+        connection.loop.assertInLoop()
         generation += 1
         let current = generation
         state = .loading(generation: current)
@@ -140,6 +141,7 @@ public final class BlueZClient: @unchecked Sendable {
     }
 
     private func nameOwnerChanged(_ message: Message) {
+        connection.loop.assertInLoop()
         guard let arguments = try? message.arguments(), arguments.count == 3,
             let newOwner = arguments[2].string
         else { return }
@@ -157,12 +159,14 @@ public final class BlueZClient: @unchecked Sendable {
     // MARK: Signals
 
     private func objectManagerSignal(_ message: Message) {
+        connection.loop.assertInLoop()
         guard appliesSignals else { return }
         tree.applyObjectManagerSignal(message) { pendingEvents.append($0) }
         deliverPendingEvents()
     }
 
     private func propertiesChanged(_ message: Message) {
+        connection.loop.assertInLoop()
         guard appliesSignals else { return }
         // A notification: one event, handed on once the tree has it.
         switch tree.applyNotification(message, slots: &notificationSlots) {

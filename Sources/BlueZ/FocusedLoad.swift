@@ -32,6 +32,7 @@ final class FocusedLoad: @unchecked Sendable {
 
     /// `finished` runs once, on the loop, when every reply is in.
     func start(finished: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        client.connection.loop.assertInLoop()
         self.finished = finished
         call(.introspect(ObjectPath(BlueZNames.root))) { [self] root in
             for adapter in root.children {

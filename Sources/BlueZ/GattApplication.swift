@@ -128,6 +128,7 @@ public final class GattApplication: @unchecked Sendable {
 
     /// Changes a value (on the loop); subscribers get a notification.
     public func update(_ uuid: String, _ value: [UInt8]) {
+        connection.loop.assertInLoop()
         guard let path = paths[uuid] else { return }
         values[uuid] = value
         // BlueZ notifies subscribed centrals when Value changes (PropertiesChanged).

@@ -1,5 +1,7 @@
 import CDBus
 import Glibc
+// The loop is part of a connection's API (`loop`): whoever imports DBus gets it.
+@_exported import Loop
 import Synchronization
 import Threads
 
@@ -130,8 +132,11 @@ public final class Connection: @unchecked Sendable {
 
     deinit {
         // Only reachable once nothing on the loop refers to us any more.
-        if isConnected { dbus_connection_close(raw) }
+        // The loop ends first: closing makes libdbus remove its watches from
+        // the loop, which off the loop's thread would race with its wait
+        // (found by the loop-thread check, in a debug build).
         loop.stop()
+        if isConnected { dbus_connection_close(raw) }
         dbus_connection_unref(raw)
     }
 
@@ -196,6 +201,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Queues a message on the loop; returns its serial, nil if disconnected.
     func sendNow(_ message: Message) -> UInt32? {
+        loop.assertInLoop()
         guard isConnected else { return nil }
         var serial: UInt32 = 0
         guard dbus_connection_send(raw, message.raw, &serial) != 0 else { return nil }
@@ -277,6 +283,7 @@ public final class Connection: @unchecked Sendable {
 
     /// The single libdbus filter: replies, signals and calls to exported objects.
     fileprivate func handleIncoming(_ message: Message) -> Bool {
+        loop.assertInLoop()
         tracer?(false, message)
         switch message.kind {
         case .methodReturn, .error:

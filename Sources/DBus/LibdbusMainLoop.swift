@@ -1,5 +1,6 @@
 import CDBus
 import Glibc
+import Loop
 import Synchronization
 
 /// libdbus's main-loop integration on an `EventLoop`: its watches become

@@ -226,6 +226,18 @@ struct ConnectionTests {
         }
     }
 
+    /// A connection dropped without `close()` on another thread than its
+    /// loop's: its loop ends before libdbus, closing, takes its watches off
+    /// the loop (in a debug build the loop-thread check traps if not). In a
+    /// child process, which such a trap ends.
+    @Test func aConnectionLetGoOffItsLoopEndsItsLoopBeforeClosing() async {
+        await #expect(processExitsWith: .success) {
+            let bus = try PrivateBus()
+            // Nothing posted to the loop holds it: the last reference goes here.
+            for _ in 0..<3 { _ = try bus.connect() }
+        }
+    }
+
     @Test func aClosedConnectionIsNotALostOne() throws {
         let bus = try PrivateBus()
         let connection = try bus.connect()

@@ -57,6 +57,7 @@ final class MQTTGateway: @unchecked Sendable {
     // MARK: Events (on the loop)
 
     func handle(_ report: BirdCentral.Report) {
+        loop.assertInLoop()
         guard publisher != nil else { return }
         if case .reading(let peripheral, let value, _, _) = report {
             // The hot path: no action array, no publication.
@@ -79,6 +80,7 @@ final class MQTTGateway: @unchecked Sendable {
     /// Forgets a bird for good: its memory, its sticky messages, and what the
     /// broker retains of it (docs/mqtt.md). For the fleet's `.forgotten`.
     func forget(address: String) {
+        loop.assertInLoop()
         perform(machine.forget(address))
     }
 
@@ -106,6 +108,7 @@ final class MQTTGateway: @unchecked Sendable {
     /// `closeDeadline` without progress (a dead or hung broker); then `done`,
     /// told whether the broker took everything.
     func close(_ done: @escaping @Sendable (_ delivered: Bool) -> Void) {
+        loop.assertInLoop()
         guard publisher != nil else { return done(true) }
         exitDone = done
         perform(machine.close())

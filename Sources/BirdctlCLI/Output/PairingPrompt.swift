@@ -43,6 +43,7 @@ final class PairingPrompt: @unchecked Sendable {
     }
 
     private func ask(_ question: Question) {
+        loop.assertInLoop()
         guard open == nil else { return waiting.append(question) }
         say(question.text)
         let reader = LineReader(fd: tty)
@@ -57,6 +58,7 @@ final class PairingPrompt: @unchecked Sendable {
 
     /// bluetoothd no longer waits for the answer (the pairing timed out or was cancelled).
     private func withdraw() {
+        loop.assertInLoop()
         guard open != nil else { return }
         say("\nbirdctl: the question was withdrawn (the pairing was cancelled)\n")
         finish(answering: false)

@@ -1,4 +1,4 @@
-import CDBus
+import CLoop
 import Glibc
 
 /// A SOCK_SEQPACKET descriptor received over the bus (BlueZ's AcquireNotify:
@@ -18,7 +18,7 @@ public final class DatagramReader: @unchecked Sendable {
     /// up once: recvmmsg writes only the lengths and flags back.
     private let storage: UnsafeMutableRawPointer
     private let vectors: UnsafeMutablePointer<iovec>
-    private let headers: UnsafeMutablePointer<cdbus_datagram_header>
+    private let headers: UnsafeMutablePointer<cloop_datagram_header>
     private let onDatagram: ([UInt8]) -> Void
     private var onEnd: (() -> Void)?
 
@@ -38,7 +38,7 @@ public final class DatagramReader: @unchecked Sendable {
         self.headers = .allocate(capacity: count)
         for index in 0..<count {
             vectors[index] = iovec(iov_base: storage + index * slotSize, iov_len: slotSize)
-            headers[index] = cdbus_datagram_header()
+            headers[index] = cloop_datagram_header()
             headers[index].header.msg_iov = vectors + index
             headers[index].header.msg_iovlen = 1
         }
@@ -58,7 +58,7 @@ public final class DatagramReader: @unchecked Sendable {
     /// POLLHUP (then an empty datagram just before the end is lost with it).
     private func readAll(hungUp: Bool) {
         while watch != nil {
-            let received = Int(cdbus_receive_datagrams(fd, headers, UInt32(Self.batchSize)))
+            let received = Int(cloop_receive_datagrams(fd, headers, UInt32(Self.batchSize)))
             if received < 0 {
                 // Drained: epoll reports the socket again when more comes (edge-triggered).
                 if errno == EAGAIN { return }
@@ -96,6 +96,7 @@ public final class DatagramReader: @unchecked Sendable {
     /// the notifications; bluetoothd sees the other end close). Idempotent.
     public func close() {
         guard let watch else { return }
+        loop.assertInLoop()
         loop.unwatch(watch)
         self.watch = nil
         onEnd = nil

@@ -1,4 +1,4 @@
-import CDBus
+import CLoop
 import Glibc
 
 /// The event loop's descriptors in one epoll set, registered when they

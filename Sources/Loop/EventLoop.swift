@@ -1,4 +1,4 @@
-import CDBus
+import CLoop
 import Glibc
 import Synchronization
 import Threads
@@ -9,13 +9,14 @@ import Threads
 /// other threads is posted to it and wakes it through an eventfd, so an idle
 /// loop uses no CPU at all.
 ///
-/// Everything but `execute`, `stop` and `isInLoop` must be called on the loop.
+/// Everything but `execute`, `stop` and `isInLoop` must be called on the loop
+/// (in a debug build, `assertInLoop` checks it: LoopBound.swift).
 public final class EventLoop: @unchecked Sendable {
     public struct TimerID: Hashable, Sendable { let raw: UInt64 }
 
     /// A file descriptor the loop watches while `isEnabled` is true (poll's
-    /// event bits, which epoll shares).
-    final class IOWatch {
+    /// event bits, which epoll shares). `package`: DBus maps libdbus's watches onto these.
+    package final class IOWatch {
         let fd: Int32
         let events: Int16
         /// Reported only when the descriptor becomes ready again: for a
@@ -23,12 +24,12 @@ public final class EventLoop: @unchecked Sendable {
         /// triggered, epoll looks at the descriptor once more at the next wait
         /// to find it drained — at every wake-up of a paced stream.
         let isEdgeTriggered: Bool
-        fileprivate(set) var isEnabled: Bool
+        package fileprivate(set) var isEnabled: Bool
         /// Between `addWatch` and `removeWatch`: a watch removed by a handler
         /// is not called later in the same round.
         fileprivate(set) var isWatched = false
         let handler: (_ revents: Int16) -> Void
-        init(
+        package init(
             fd: Int32, events: Int16, isEdgeTriggered: Bool = false, isEnabled: Bool = true,
             handler: @escaping (Int16) -> Void
         ) {
@@ -47,9 +48,9 @@ public final class EventLoop: @unchecked Sendable {
 
     private let wakeFD: Int32
     private let inbox = EventLoopInbox()
-    private let loopThread = Atomic<UInt>(0)
+    let loopThread = Atomic<UInt>(0)
     private let stopRequested = Atomic<Bool>(false)
-    private let hasEnded = Atomic<Bool>(false)
+    let hasEnded = Atomic<Bool>(false)
     private var threadHandle: pthread_t?
 
     // Loop-confined state.
@@ -68,7 +69,7 @@ public final class EventLoop: @unchecked Sendable {
     /// queued messages, then e.g. an output buffer is flushed once per batch.
     private var beforePollHooks: [() -> Void] = []
 
-    init() {
+    package init() {
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         precondition(wakeFD >= 0, "eventfd failed: errno \(errno)")
     }
@@ -90,7 +91,7 @@ public final class EventLoop: @unchecked Sendable {
         wakeUp()
     }
 
-    func wakeUp() {
+    package func wakeUp() {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
@@ -100,6 +101,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Calls `handler` on the loop once, after `delay`.
     @discardableResult
     public func schedule(after delay: Duration, _ handler: @escaping () -> Void) -> TimerID {
+        assertInLoop()
         let id = nextTimerID
         nextTimerID += 1
         let deadline = MonotonicInstant.now + delay
@@ -109,32 +111,37 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     public func cancel(_ timer: TimerID) {
+        assertInLoop()
         guard let removed = timers.removeValue(forKey: timer.raw) else { return }
         if removed.deadline == soonest { soonestIsStale = true }
     }
 
     /// Adds work to run before each wait, after pending messages are dispatched (loop only).
     public func addBeforePollHook(_ hook: @escaping () -> Void) {
+        assertInLoop()
         beforePollHooks.append(hook)
     }
 
     // MARK: Watches (loop only, or before the thread starts)
 
-    func addWatch(_ watch: IOWatch) {
+    package func addWatch(_ watch: IOWatch) {
+        assertInLoop()
         epoll.forget(watch.fd)
         watches.append(watch)
         watch.isWatched = true
         watchesChanged = true
     }
 
-    func removeWatch(_ watch: IOWatch) {
+    package func removeWatch(_ watch: IOWatch) {
+        assertInLoop()
         watch.isWatched = false
         watches.removeAll { $0 === watch }
         epoll.forget(watch.fd)
         watchesChanged = true
     }
 
-    func setEnabled(_ watch: IOWatch, _ enabled: Bool) {
+    package func setEnabled(_ watch: IOWatch, _ enabled: Bool) {
+        assertInLoop()
         guard watch.isEnabled != enabled else { return }
         watch.isEnabled = enabled
         watchesChanged = true
@@ -163,7 +170,7 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: Running
 
     /// Starts the loop on a new thread.
-    func start() {
+    package func start() {
         let handle = startThread { [self] in run() }
         threadHandle = handle
         loopThread.store(UInt(handle), ordering: .releasing)
@@ -193,7 +200,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// CPU time the loop thread has used (for checking that idle means idle).
-    func threadCPUTime() -> Duration {
+    package func threadCPUTime() -> Duration {
         guard let handle = threadHandle else { return .zero }
         var clock = clockid_t()
         guard pthread_getcpuclockid(handle, &clock) == 0 else { return .zero }

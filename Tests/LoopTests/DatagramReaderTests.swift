@@ -1,4 +1,4 @@
-@testable import DBus
+@testable import Loop
 import Glibc
 import Testing
 
@@ -65,8 +65,7 @@ struct DatagramReaderTests {
         if thenClose { close(writing) } else { _ = writing }
         defer { if !thenClose { close(writing) } }
 
-        let loop = EventLoop()
-        loop.start()
+        let loop = EventLoop.started()
         defer { loop.stop() }
         let box = OutcomeBox()
         let finished = await onLoop(loop) { ready in

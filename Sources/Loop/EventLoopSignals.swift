@@ -1,4 +1,4 @@
-import CDBus
+import CLoop
 import Glibc
 
 extension EventLoop {
@@ -15,6 +15,7 @@ extension EventLoop {
     /// Delivers these (blocked) signals to `handler` on the loop, through a
     /// signalfd. Loop only.
     public func watchSignals(_ signals: [Int32], handler: @escaping (Int32) -> Void) {
+        assertInLoop()
         var mask = sigset_t()
         sigemptyset(&mask)
         for signal in signals { sigaddset(&mask, signal) }

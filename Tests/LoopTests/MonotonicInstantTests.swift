@@ -1,4 +1,4 @@
-import DBus
+import Loop
 import Glibc
 import Testing
 

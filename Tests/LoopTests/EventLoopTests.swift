@@ -1,6 +1,5 @@
-import BlueZTestSupport
-@testable import DBus
 import Foundation
+import Loop
 import Glibc
 import Testing
 
@@ -14,9 +13,9 @@ struct EventLoopTests {
         return (fds[0], fds[1])
     }
 
-    @Test func aRegularFileIsReadableAsPollSaysThoughEpollRefusesIt() async throws {
-        let pair = try EchoPair()
-        let loop = pair.client.loop
+    @Test func aRegularFileIsReadableAsPollSaysThoughEpollRefusesIt() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
         let path = "/tmp/birdctl-eventloop-\(getpid())"
         let file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
         defer { close(file); unlink(path) }
@@ -31,9 +30,9 @@ struct EventLoopTests {
         #expect(called, "a regular file's watch was never called")
     }
 
-    @Test func aDescriptorClosedUnderItsWatchAndItsNumberReusedIsWatchedAgain() async throws {
-        let pair = try EchoPair()
-        let loop = pair.client.loop
+    @Test func aDescriptorClosedUnderItsWatchAndItsNumberReusedIsWatchedAgain() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
         let first = pipeDescriptors()
         let second = pipeDescriptors()
         defer { close(first.read); close(second.read); close(second.write) }
@@ -60,9 +59,9 @@ struct EventLoopTests {
         #expect(called, "the descriptor watched again was never reported readable")
     }
 
-    @Test func twoWatchesOnOneDescriptorAreBothCalled() async throws {
-        let pair = try EchoPair()
-        let loop = pair.client.loop
+    @Test func twoWatchesOnOneDescriptorAreBothCalled() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
         let fds = pipeDescriptors()
         defer { close(fds.read); close(fds.write) }
         let bothCalled = await onLoop(loop) { ready in
@@ -82,9 +81,9 @@ struct EventLoopTests {
         #expect(bothCalled, "one of two watches on a readable descriptor was not called")
     }
 
-    @Test func aWatchRemovedByAnEarlierHandlerInTheSameRoundIsNotCalled() async throws {
-        let pair = try EchoPair()
-        let loop = pair.client.loop
+    @Test func aWatchRemovedByAnEarlierHandlerInTheSameRoundIsNotCalled() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
         let first = pipeDescriptors()
         let second = pipeDescriptors()
         defer { [first.read, first.write, second.read, second.write].forEach { close($0) } }
@@ -108,9 +107,9 @@ struct EventLoopTests {
         #expect(calls.fired.count == 1, "a watch removed by the handler before it was still called")
     }
 
-    @Test func anEdgeTriggeredWatchIsCalledAgainForDataAfterItDrained() async throws {
-        let pair = try EchoPair()
-        let loop = pair.client.loop
+    @Test func anEdgeTriggeredWatchIsCalledAgainForDataAfterItDrained() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
         let fds = pipeDescriptors()
         defer { close(fds.read); close(fds.write) }
         _ = fcntl(fds.read, F_SETFL, O_NONBLOCK)
@@ -140,9 +139,9 @@ struct EventLoopTests {
 /// them at every wake-up; these are the cases where that could go wrong.
 @Suite("Event loop: timers")
 struct EventLoopTimerTests {
-    @Test func timersFireInDeadlineOrderWhicheverWasScheduledFirst() async throws {
-        let pair = try EchoPair()
-        let loop = pair.client.loop
+    @Test func timersFireInDeadlineOrderWhicheverWasScheduledFirst() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
         let order = OrderBox()
         let done = await onLoop(loop) { ready in
             loop.schedule(after: .milliseconds(60)) { order.fired.append(3); ready() }
@@ -153,9 +152,9 @@ struct EventLoopTimerTests {
         #expect(order.fired == [1, 2, 3])
     }
 
-    @Test func cancellingTheSoonestTimerLeavesTheNextOnTimeAndTheCancelledSilent() async throws {
-        let pair = try EchoPair()
-        let loop = pair.client.loop
+    @Test func cancellingTheSoonestTimerLeavesTheNextOnTimeAndTheCancelledSilent() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
         let order = OrderBox()
         let started = MonotonicInstant.now
         let done = await onLoop(loop) { ready in

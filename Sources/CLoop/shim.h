@@ -1,0 +1,21 @@
+#ifndef CLOOP_SHIM_H
+#define CLOOP_SHIM_H
+
+// The event loop's epoll set, wake-up and signal descriptors (not in Swift's Glibc module).
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// recvmmsg(2) and struct mmsghdr are declared only under _GNU_SOURCE, which
+// Swift's Glibc module is built without: the same layout, and the system call
+// by number. Receives up to `count` datagrams without waiting; -1 and errno
+// (EAGAIN: none waiting) if none was received.
+struct cloop_datagram_header { struct msghdr header; unsigned int length; };
+static inline int cloop_receive_datagrams(int fd, struct cloop_datagram_header *entries, unsigned int count) {
+    return (int)syscall(SYS_recvmmsg, fd, entries, count, MSG_DONTWAIT, (void *)0);
+}
+
+#endif
