@@ -43,6 +43,23 @@ struct HostilePeerTests {
         #expect(watch.stdout.first?.hasSuffix(#"name   Rob\u202eni"#) == true, "\(watch.stdout)")
     }
 
+    /// A look-alike of "Robin" (a zero-width space, a tag character) that
+    /// also spells an escape with a backslash of its own: shown visibly, the
+    /// backslash doubled, once on stdout and once on stderr.
+    @Test func formatCharactersAndAPeersBackslashAreShown() async throws {
+        let name = "Ro\u{200B}bin\u{E0041}\\x1b"
+        let shown = #"Ro\u200bbin\u{e0041}\\x1b"#
+        let fake = try FakeBlueZ()
+        try await fake.addBird(name: name, birdName: "Robin")
+        let scan = try await fake.birdctl("scan", "--timeout", "0.5")
+        #expect(scan.stdout.first?.hasSuffix(shown) == true, "\(scan.stdout)")
+        let watch = try await fake.birdctl("watch", "name", "--count", "1")
+        #expect(watch.stderr.contains("connected to \(shown) (\(bird))"), "\(watch.stderr)")
+        let json = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
+        let found = try parseJSON(try #require(json.stdout.first))
+        #expect(found["name"] as? String == name)
+    }
+
     @Test func aBareReadIsEscapedToo() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird(birdName: Self.gattName)
