@@ -60,6 +60,23 @@ struct HostilePeerTests {
         #expect(found["name"] as? String == name)
     }
 
+    /// BLE carries at most 248 bytes of name; BlueZ hands on whatever it is
+    /// given (an alias, a fake). 100 KB is cut where it enters, and marked.
+    @Test func aHundredKilobyteNameIsCutTo248Bytes() async throws {
+        let name = String(repeating: "Zaunkönig ", count: 9_310)  // 102,410 bytes
+        let cut = String(repeating: "Zaunkönig ", count: 22) + "Zaunk…"  // 247 bytes: the next "ö" would pass 248
+        let fake = try FakeBlueZ()
+        try await fake.addBird(name: name, birdName: "Robin")
+        let scan = try await fake.birdctl("scan", "--timeout", "0.5")
+        #expect(scan.status == 0, "\(scan.stderr)")
+        #expect(scan.stdout.count == 1 && scan.stdout[0].hasSuffix("   " + cut), "\(scan.stdout.map(\.utf8.count))")
+        let json = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
+        #expect(try parseJSON(try #require(json.stdout.first))["name"] as? String == cut)
+        let watch = try await fake.birdctl("watch", "name", "--count", "1")
+        #expect(watch.stderr.contains("connected to \(cut) (\(bird))"), "\(watch.stderr.utf8.count) bytes of stderr")
+        #expect(watch.stderr.utf8.count < 4_000)
+    }
+
     @Test func aBareReadIsEscapedToo() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird(birdName: Self.gattName)
