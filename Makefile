@@ -166,7 +166,8 @@ sanitize: deps
 # in .build-fuzz/crashes/ (fix it, then keep the input in fixtures/fuzz/<target>/).
 # `make fuzz-scale` runs each for FUZZ_RUNS inputs in chunks of at most
 # FUZZ_CHUNK seconds and keeps the minimised corpus in the repository.
-FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText FuzzBlueZTree
+FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText FuzzBlueZTree \
+	FuzzExportedMethods FuzzIntrospection FuzzBlueZErrors FuzzDatagramReader
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= 10000000
 FUZZ_CHUNK ?= 300

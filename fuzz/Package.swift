@@ -12,6 +12,8 @@ let package = Package(
         .target(name: "FuzzMain"),
         // What every target checks with.
         .target(name: "FuzzSupport"),
+        // A private dbus-daemon and D-Bus value trees from fuzz bytes, for the targets that need a bus.
+        .target(name: "FuzzBusSupport", dependencies: ["FuzzSupport", .product(name: "DBus", package: "birdctl")]),
         // The Bird value decoders: bytes from a radio we do not control.
         .executableTarget(name: "FuzzBirdValues", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
         // libdbus-validated messages decoded into DBusValue trees and back.
@@ -24,6 +26,21 @@ let package = Package(
         .executableTarget(name: "FuzzPeerText", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BirdctlCLI", package: "birdctl")]),
         // `birdctl serve`'s stdin lines.
         .executableTarget(name: "FuzzServeLines", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
+        // Method calls to serve's GATT objects and the pairing agent, as from bluetoothd or a stranger.
+        .executableTarget(
+            name: "FuzzExportedMethods",
+            dependencies: ["FuzzMain", "FuzzSupport", "FuzzBusSupport", .product(name: "Bird", package: "birdctl"),
+                           .product(name: "BlueZ", package: "birdctl"), .product(name: "DBus", package: "birdctl")]),
+        // Introspect replies (FocusedLoad's view of BlueZ's tree).
+        .executableTarget(name: "FuzzIntrospection", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BlueZ", package: "birdctl")]),
+        // Error names and messages mapped to BlueZError kinds, and needsPairing.
+        .executableTarget(
+            name: "FuzzBlueZErrors",
+            dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BlueZ", package: "birdctl"), .product(name: "DBus", package: "birdctl")]),
+        // AcquireNotify's datagrams through DatagramReader over a socketpair.
+        .executableTarget(
+            name: "FuzzDatagramReader",
+            dependencies: ["FuzzMain", "FuzzSupport", "FuzzBusSupport", .product(name: "DBus", package: "birdctl")]),
     ],
     swiftLanguageModes: [.v6]
 )

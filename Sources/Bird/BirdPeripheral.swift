@@ -33,11 +33,20 @@ public final class BirdPeripheral: @unchecked Sendable {
         core = DriverCore(connection: connection, options: options)
         self.onEvent = onEvent
         self.onFinish = onFinish
+        application = Self.application(connection: connection, name: name, color: color, alpha: alpha, onEvent: onEvent)
+    }
+
+    /// The objects `serve` exports: the Bird service with the three values,
+    /// writes from centrals validated by the codec (the fuzz target builds
+    /// the same, in fuzz/).
+    public static func application(
+        connection: Connection, name: BirdValue, color: BirdValue, alpha: BirdValue, onEvent: @escaping EventHandler
+    ) -> GattApplication {
         let initial = [name, color, alpha]
-        application = GattApplication(
+        return GattApplication(
             connection: connection, serviceUUID: BirdService.uuid, localName: name.text,
             characteristics: initial.map { .init(uuid: $0.field.uuid, value: BirdCodec.encode($0)) },
-            onWrite: { [onEvent] uuid, bytes throws(BlueZError) in
+            onWrite: { uuid, bytes throws(BlueZError) in
                 guard let field = BirdField(uuid: uuid) else { throw BlueZError(.notSupported) }
                 switch BirdCodec.decode(field, bytes) {
                 case .success(let value):
@@ -47,7 +56,7 @@ public final class BirdPeripheral: @unchecked Sendable {
                     throw BlueZError(.failed, message: error.description)
                 }
             },
-            onSubscription: { [onEvent] uuid, on in
+            onSubscription: { uuid, on in
                 guard let field = BirdField(uuid: uuid) else { return }
                 onEvent(.subscription(field, subscribed: on))
             })

@@ -11,13 +11,36 @@ public struct Sighting: Hashable, Sendable {
     /// BlueZ holds a bond with the device (`Paired`).
     public var bonded: Bool
 
+    /// `name` is the device's advertised name or alias, as BlueZ has it: a
+    /// peer's (or a user's) text of any length. It is capped here, where it
+    /// enters the Bird layer, so that nothing that keeps or prints it (a
+    /// session, scan results, the gateway) holds more than `maximumNameBytes`.
     public init(device: ObjectPath, address: String, name: String?, rssi: Int16?, uuids: [String], bonded: Bool = false) {
         self.device = device
         self.address = address
-        self.name = name
+        self.name = name.map(Self.capped)
         self.rssi = rssi
         self.uuids = uuids
         self.bonded = bonded
+    }
+
+    /// The longest device name BLE carries (the GAP Device Name: 248 bytes).
+    public static let maximumNameBytes = 248
+    /// Appended to a name that was cut.
+    public static let cutMarker = "…"
+
+    /// `name` cut to at most `maximumNameBytes` bytes of UTF-8, on a scalar
+    /// boundary, with `cutMarker` appended when anything was cut.
+    public static func capped(_ name: String) -> String {
+        guard name.utf8.count > maximumNameBytes else { return name }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in name.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > maximumNameBytes { break }
+            kept.append(scalar)
+        }
+        return String(kept) + cutMarker
     }
 
     /// BlueZ merges every client's discovery filter, so a sighting may be any

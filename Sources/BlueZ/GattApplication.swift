@@ -97,26 +97,62 @@ public final class GattApplication: @unchecked Sendable {
             methods: ["ReadValue": read, "WriteValue": write, "StartNotify": start, "StopNotify": stop])
     }
 
+    /// A read from `offset` (BlueZ's long reads ask again from where the
+    /// last reply ended, and cut each reply to the link's MTU).
     private func readValue(_ uuid: String, _ call: MethodCall) throws(DBusError) -> [DBusValue] {
         let value = values[uuid] ?? []
-        let offset = Int(call.arguments.first?.propertyMap?["offset"]?.integer ?? 0)
-        guard offset <= value.count else {
-            throw DBusError("org.bluez.Error.InvalidOffset", "offset \(offset) is past the value's \(value.count) bytes")
-        }
+        let offset = try Self.offset(in: call.arguments.first, within: value)
         return [.bytes(Array(value[offset...]))]
     }
 
+    /// A write of `value` at `offset`. What is validated is the whole value the
+    /// characteristic would hold — its bytes before `offset`, then these — never
+    /// a piece alone: a long (prepared) write that bluetoothd delivers in pieces
+    /// (offset 0, then each next piece at the offset where the last ended) is
+    /// assembled here, and each step must decode as a whole value. bluetoothd
+    /// joins contiguous pieces of one characteristic into one call, so a long
+    /// write usually arrives whole at offset 0. A refused write changes nothing.
     private func writeValue(_ uuid: String, _ call: MethodCall) throws(DBusError) -> [DBusValue] {
-        guard let value = call.arguments.first?.bytes else {
-            throw DBusError("org.bluez.Error.InvalidArguments", "expected a byte array")
+        guard call.arguments.count == 2, let bytes = call.arguments[0].bytes, let options = call.arguments[1].propertyMap else {
+            throw DBusError(DBusErrorName(BlueZNames.errorPrefix + "InvalidArguments"), "expected a byte array and options")
+        }
+        // bluetoothd asks whether a queued piece of a prepared write may be
+        // kept (only for characteristics flagged "authorize", which ours are
+        // not); the bytes come again when the write is executed.
+        if options["prepare-authorize"]?.bool == true { return [] }
+        let current = values[uuid] ?? []
+        let offset = try Self.offset(in: call.arguments[1], within: current)
+        let assembled = Array(current[..<offset]) + bytes
+        guard assembled.count <= Self.maximumValueLength else {
+            throw DBusError(
+                DBusErrorName(BlueZNames.errorPrefix + "InvalidValueLength"),
+                "\(assembled.count) bytes is longer than an attribute's \(Self.maximumValueLength)")
         }
         do {
-            try onWrite(uuid, value)
+            try onWrite(uuid, assembled)
         } catch {
             throw DBusError(DBusErrorName(error.dbusName), error.message)
         }
-        update(uuid, value)
+        update(uuid, assembled)
         return []
+    }
+
+    /// The longest attribute value ATT allows.
+    static let maximumValueLength = 512
+
+    /// The `offset` of a read's or write's options: a uint16 (as bluetoothd
+    /// sends it; anything else is InvalidArguments) no further than the end of
+    /// `value` (else InvalidOffset); 0 when absent.
+    static func offset(in options: DBusValue?, within value: [UInt8]) throws(DBusError) -> Int {
+        guard let option = options?.propertyMap?["offset"] else { return 0 }
+        guard case .uint16(let offset) = option.unwrapped else {
+            throw DBusError(DBusErrorName(BlueZNames.errorPrefix + "InvalidArguments"), "the offset is not a uint16")
+        }
+        guard Int(offset) <= value.count else {
+            throw DBusError(
+                DBusErrorName(BlueZNames.errorPrefix + "InvalidOffset"), "offset \(offset) is past the value's \(value.count) bytes")
+        }
+        return Int(offset)
     }
 
     private func setNotifying(_ uuid: String, _ on: Bool) {

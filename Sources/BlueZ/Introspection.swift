@@ -1,12 +1,13 @@
 /// What an `Introspect` reply says of one object: its interfaces and the
 /// names of its children. Only those two tags are read. The XML is
 /// bluetoothd's (a peer names nothing in it); anything unexpected in it is
-/// skipped, never trusted further than a path component.
-struct Introspection: Equatable, Sendable {
-    var interfaces: [String] = []
-    var children: [String] = []
+/// skipped, never trusted further than a path component. Public for the
+/// fuzz target (fuzz/).
+public struct Introspection: Equatable, Sendable {
+    public var interfaces: [String] = []
+    public var children: [String] = []
 
-    init(xml: String) {
+    public init(xml: String) {
         // Read as UTF-8 bytes: every delimiter is ASCII, and walking the text
         // by Character cost ~265k instructions per read (callgrind).
         let bytes = Array(xml.utf8)
@@ -52,7 +53,7 @@ struct Introspection: Equatable, Sendable {
     }
 
     /// A D-Bus path element: [A-Za-z0-9_]+.
-    static func isPathElement(_ name: String) -> Bool {
+    public static func isPathElement(_ name: String) -> Bool {
         !name.isEmpty
             && name.utf8.allSatisfy {
                 ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F

@@ -313,7 +313,7 @@ public final class Connection: @unchecked Sendable {
 
     /// AccessDenied for a call to a restricted object from anyone but the
     /// current owner of the name it is restricted to (unknown owner: refused).
-    private func refusal(of message: Message) -> Message? {
+    func refusal(of message: Message) -> Message? {
         guard let path = message.path, let name = exports.restriction(for: path) else { return nil }
         if let owner = nameOwners[name], owner.count > 0, message.hasSender(owner) { return nil }
         return message.makeErrorReply(DBusError(.accessDenied, "only the owner of \(name) may call \(path)"))

@@ -43,6 +43,40 @@ struct HostilePeerTests {
         #expect(watch.stdout.first?.hasSuffix(#"name   Rob\u202eni"#) == true, "\(watch.stdout)")
     }
 
+    /// A look-alike of "Robin" (a zero-width space, a tag character) that
+    /// also spells an escape with a backslash of its own: shown visibly, the
+    /// backslash doubled, once on stdout and once on stderr.
+    @Test func formatCharactersAndAPeersBackslashAreShown() async throws {
+        let name = "Ro\u{200B}bin\u{E0041}\\x1b"
+        let shown = #"Ro\u200bbin\u{e0041}\\x1b"#
+        let fake = try FakeBlueZ()
+        try await fake.addBird(name: name, birdName: "Robin")
+        let scan = try await fake.birdctl("scan", "--timeout", "0.5")
+        #expect(scan.stdout.first?.hasSuffix(shown) == true, "\(scan.stdout)")
+        let watch = try await fake.birdctl("watch", "name", "--count", "1")
+        #expect(watch.stderr.contains("connected to \(shown) (\(bird))"), "\(watch.stderr)")
+        let json = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
+        let found = try parseJSON(try #require(json.stdout.first))
+        #expect(found["name"] as? String == name)
+    }
+
+    /// BLE carries at most 248 bytes of name; BlueZ hands on whatever it is
+    /// given (an alias, a fake). 100 KB is cut where it enters, and marked.
+    @Test func aHundredKilobyteNameIsCutTo248Bytes() async throws {
+        let name = String(repeating: "Zaunkönig ", count: 9_310)  // 102,410 bytes
+        let cut = String(repeating: "Zaunkönig ", count: 22) + "Zaunk…"  // 247 bytes: the next "ö" would pass 248
+        let fake = try FakeBlueZ()
+        try await fake.addBird(name: name, birdName: "Robin")
+        let scan = try await fake.birdctl("scan", "--timeout", "0.5")
+        #expect(scan.status == 0, "\(scan.stderr)")
+        #expect(scan.stdout.count == 1 && scan.stdout[0].hasSuffix("   " + cut), "\(scan.stdout.map(\.utf8.count))")
+        let json = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
+        #expect(try parseJSON(try #require(json.stdout.first))["name"] as? String == cut)
+        let watch = try await fake.birdctl("watch", "name", "--count", "1")
+        #expect(watch.stderr.contains("connected to \(cut) (\(bird))"), "\(watch.stderr.utf8.count) bytes of stderr")
+        #expect(watch.stderr.utf8.count < 4_000)
+    }
+
     @Test func aBareReadIsEscapedToo() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird(birdName: Self.gattName)

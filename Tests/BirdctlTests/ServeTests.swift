@@ -99,6 +99,80 @@ struct ServeTests {
         #expect(try await serve.waitForExit() == 0)
     }
 
+    /// bluetoothd sends the offset of a read as a uint16; only the owner of
+    /// org.bluez can send another type (a negative int16 once killed serve).
+    @Test func readOffsetsAreUInt16WithinTheValue() async throws {
+        let fake = try FakeBlueZ()
+        let serve = try await fake.serve("--name", "Wren")
+        func read(_ offset: DBusValue) async throws -> String {
+            let reply = try await fake.call("RemoteReadWith", .string(FakeBlueZ.nameUUID), .propertyMap(["offset": offset]))
+            return String(decoding: reply.first?.bytes ?? [], as: UTF8.self)
+        }
+        #expect(try await read(.uint16(0)) == "Wren")
+        #expect(try await read(.uint16(2)) == "en")
+        #expect(try await read(.uint16(4)) == "")
+        for (offset, error) in [
+            (DBusValue.uint16(5), "org.bluez.Error.InvalidOffset"), (.uint16(.max), "org.bluez.Error.InvalidOffset"),
+            (.int16(-1), "org.bluez.Error.InvalidArguments"), (.int32(1), "org.bluez.Error.InvalidArguments"),
+            (.string("1"), "org.bluez.Error.InvalidArguments"),
+        ] {
+            do {
+                _ = try await read(offset)
+                Issue.record("a read at \(offset) was answered")
+            } catch let failure as DBusError {
+                #expect(failure.name.rawValue == error, "\(offset): \(failure)")
+            }
+        }
+        // Still serving.
+        #expect(try await fake.remoteRead(FakeBlueZ.nameUUID) == "Wren")
+        serve.signal(SIGINT)
+        #expect(try await serve.waitForExit() == 0)
+    }
+
+    /// A long write delivered in pieces (a prepared write executed): each
+    /// piece continues the value at its offset, and the value assembled is
+    /// what is validated, not the piece alone.
+    @Test func longWritesAreAssembledBeforeTheyAreValidated() async throws {
+        let fake = try FakeBlueZ()
+        let serve = try await fake.serve("--color", "#000000")
+        func write(_ text: String, at offset: UInt16, _ extra: [String: DBusValue] = [:]) async throws {
+            var options = extra
+            options["offset"] = .uint16(offset)
+            try await fake.call(
+                "RemoteWriteWith", .string(FakeBlueZ.colorUUID), .bytes(Array(text.utf8)), .propertyMap(options))
+        }
+        // "FF" alone is no colour: written at offset 5 it ends one.
+        try await write("FF", at: 5)
+        #expect(try await fake.remoteRead(FakeBlueZ.colorUUID) == "#0000FF")
+        let written = try parseJSON(try await serve.line(containing: "#0000FF"))
+        #expect(written["event"] as? String == "written")
+        // A piece continues the value so far, which ends where the piece does.
+        try await write("12AB56", at: 1)
+        #expect(try await fake.remoteRead(FakeBlueZ.colorUUID) == "#12AB56")
+        // The assembled value is refused as a whole, and nothing changes.
+        do {
+            try await write("ZZ", at: 5)
+            Issue.record("#12ABZZ was accepted")
+        } catch let error as DBusError {
+            #expect(error.message.contains("not a hex colour"), "\(error)")
+        }
+        // Past the end of the value, or not a uint16: refused before validation.
+        for (offset, name) in [(DBusValue.uint16(8), "org.bluez.Error.InvalidOffset"), (.int32(-3), "org.bluez.Error.InvalidArguments")] {
+            do {
+                try await fake.call(
+                    "RemoteWriteWith", .string(FakeBlueZ.colorUUID), .bytes(Array("00".utf8)), .propertyMap(["offset": offset]))
+                Issue.record("a write at \(offset) was accepted")
+            } catch let error as DBusError {
+                #expect(error.name.rawValue == name, "\(offset): \(error)")
+            }
+        }
+        // bluetoothd asking to authorize a queued piece changes nothing.
+        try await write("ZZ", at: 1, ["prepare-authorize": .bool(true)])
+        #expect(try await fake.remoteRead(FakeBlueZ.colorUUID) == "#12AB56")
+        serve.signal(SIGINT)
+        #expect(try await serve.waitForExit() == 0)
+    }
+
     @Test func stdinLinesNotifySubscribers() async throws {
         let fake = try FakeBlueZ()
         let serve = try await fake.serve()

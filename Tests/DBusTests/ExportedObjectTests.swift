@@ -178,4 +178,25 @@ struct ExportedObjectTests {
         }
         #expect(answered)
     }
+
+    /// The fuzz target's way in (`replyToIncoming`): a call answered
+    /// in-process as one off the bus would be, the access rules included.
+    @Test func aCallAnsweredInProcessFollowsTheSameRules() async throws {
+        let pair = try await ExportPair()
+        let owner = try pair.bus.connect()
+        defer { owner.close() }
+        _ = try await owner.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "RequestName", arguments: [.string("org.birdctl.Trusted"), .uint32(4)])
+        pair.server.restrictCalls(below: "/app", toOwnerOf: "org.birdctl.Trusted")
+        // Through the bus first: the server knows the owner once this is answered.
+        _ = try await owner.call(
+            destination: pair.server.uniqueName, path: "/app/bird0", interface: ExportPair.interface, member: "Ping")
+        func ping() throws -> Message {
+            try Message.methodCall(destination: pair.server.uniqueName, path: "/app/bird0", interface: ExportPair.interface, member: "Ping")
+        }
+        #expect(pair.server.replyToIncoming(try ping(), from: pair.client.uniqueName)?.errorName == .accessDenied)
+        #expect(try pair.server.replyToIncoming(try ping(), from: owner.uniqueName)?.arguments() == [.string("pong")])
+        #expect(pair.server.replyToIncoming(try ping(), from: "not a bus name") == nil)
+    }
 }

@@ -38,6 +38,16 @@ struct DatagramReaderTests {
         #expect(outcome.ended)
     }
 
+    /// Found by FuzzDatagramReader: a batch full of empty datagrams, with
+    /// more (and data) queued behind it, on a socket whose other end has
+    /// closed. Every datagram arrives; only then the end.
+    @Test func emptyDatagramsFillingABatchBeforeTheEndAreNotTheEnd() async throws {
+        let sent: [[UInt8]] = [[1]] + [[UInt8]](repeating: [], count: DatagramReader.batchSize + 10) + [[2], []]
+        let outcome = try await read(sent, thenClose: true, expecting: sent.count)
+        #expect(outcome.received == sent)
+        #expect(outcome.ended)
+    }
+
     @Test func theEndAloneEndsIt() async throws {
         let outcome = try await read([], thenClose: true, expecting: 0)
         #expect(outcome.received.isEmpty)

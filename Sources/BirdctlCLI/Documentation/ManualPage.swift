@@ -64,7 +64,8 @@ enum ManualPage {
         characteristics, and prints typed, decoded readings: text for people on a \
         terminal, JSON Lines (--json) for programs. Data goes to stdout, diagnostics \
         to stderr; colour only on a terminal. Everything a peer says (names, values, \
-        errors) is printed with control characters and bidi overrides escaped. birdctl \
+        errors) is printed with control characters, bidi overrides and other invisible \
+        format characters escaped, and a backslash of its own doubled (\\\\). birdctl \
         needs the same permissions as bluetoothctl: root, or a user the D-Bus policy \
         lets talk to org.bluez (the bluetooth group on Debian).
         """

@@ -56,8 +56,9 @@ public struct JSONObject {
     var rendered: String { String(decoding: renderedBytes, as: UTF8.self) }
 
     /// `s` as a JSON string. Besides what JSON requires, it escapes what
-    /// `SafeText` does (C1, bidi controls), so a JSON line shown on a terminal
-    /// is as safe as text.
+    /// `SafeText` does (C1, bidi controls, format characters), so a JSON line
+    /// shown on a terminal is as safe as text; a JSON parser still gets `s`
+    /// back exactly (a backslash is `\\` as JSON requires, nothing more).
     public static func quoted(_ s: String) -> String {
         var out: [UInt8] = []
         appendQuoted(s, to: &out)
@@ -83,11 +84,17 @@ public struct JSONObject {
                 case "\n": out += #"\n"#.utf8
                 case "\r": out += #"\r"#.utf8
                 case "\t": out += #"\t"#.utf8
-                case let c where SafeText.isUnsafe(c): out += ("\\u" + SafeText.hex(c.value, digits: 4)).utf8
+                case let c where SafeText.isUnsafe(c): appendEscaped(c, to: &out)
                 default: UTF8.encode(scalar) { out.append($0) }
                 }
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// `\uXXXX`, or above U+FFFF its UTF-16 surrogate pair (`\udb40\udc41`
+    /// for the tag U+E0041), the only way JSON escapes such a scalar.
+    private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+        for unit in String(scalar).utf16 { out += ("\\u" + SafeText.hex(UInt32(unit), digits: 4)).utf8 }
     }
 }

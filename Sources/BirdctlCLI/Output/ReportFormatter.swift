@@ -153,7 +153,9 @@ struct ReportFormatter {
         }
     }
 
-    /// The same events for a person, on stderr.
+    /// The same events for a person, on stderr: not escaped here, since
+    /// `Diagnostics` escapes every message once (twice would double each
+    /// backslash).
     func eventText(_ report: BirdCentral.Report) -> String? {
         switch report {
         case .found(let p, let rssi): "found \(label(p))" + (rssi.map { " at \($0) dBm" } ?? "")
@@ -173,9 +175,10 @@ struct ReportFormatter {
         }
     }
 
-    /// `Robin (F0:0D:B1:7D:00:01)`: the advertised name, escaped.
+    /// `Robin (F0:0D:B1:7D:00:01)`: the advertised name as the peer gave it,
+    /// for messages escaped where they are printed.
     func label(_ p: Peripheral) -> String {
-        if let name = p.name, !name.isEmpty { return "\(SafeText.escaped(name)) (\(p.address))" }
+        if let name = p.name, !name.isEmpty { return "\(name) (\(p.address))" }
         return p.address
     }
 
