@@ -15,6 +15,9 @@
 #   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
 #   make soak          a Bumble bird out of range and back SOAK_CYCLES (50) times under one
 #                      watch in the VM: every cycle recovers, private memory stays flat
+#   make soak-service  watch --all --mqtt for SOAK_MINUTES (60) in the VM: 8 Bumble birds,
+#                      passers-by, links lost, broker and bluetoothd restarted in turn every
+#                      SOAK_EVENT_SECONDS (60); every reading on the broker, memory and fds flat
 #
 # The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
 # deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, static-link,
@@ -44,7 +47,7 @@ BUMBLE_VENV := .build/vm/bumble-venv
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link link-order demo soak test test-unit test-vm \
+.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link link-order demo soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
@@ -213,6 +216,13 @@ test-vm: deps-vm release deb
 SOAK_CYCLES ?= 50
 soak: deps-vm release
 	BIRDCTL=.build/release/birdctl SOAK_CYCLES=$(SOAK_CYCLES) fixtures/vm/run-vm.sh soak
+
+# The service as it runs for months, for an hour (fixtures/vm/service_soak.py; outside make test).
+SOAK_MINUTES ?= 60
+SOAK_EVENT_SECONDS ?= 60
+soak-service: deps-vm release
+	BIRDCTL=.build/release/birdctl SOAK_MINUTES=$(SOAK_MINUTES) SOAK_EVENT_SECONDS=$(SOAK_EVENT_SECONDS) \
+	  BIRDCTL_VM_TIMEOUT=$$(( $(SOAK_MINUTES) * 60 + 900 )) fixtures/vm/run-vm.sh servicesoak
 
 # make bench: streaming, reads and memory beside the other tools (bench-fake),
 # then streaming on the real stack (bench-system).

@@ -6,7 +6,9 @@ import Testing
 /// A service among strangers: devices advertising the Bird Service at
 /// addresses of their own (as random addresses rotate), some never answering,
 /// some asking for pairing, as fast as the fake can make them.
-@Suite("A crowd of strangers", .timeLimit(.minutes(5)))
+/// Serialized: each runs a fake at full speed; two at once on a small machine
+/// would only slow everything else the unit run does beside them.
+@Suite("A crowd of strangers", .serialized, .timeLimit(.minutes(5)))
 struct StrangerFloodTests {
     static let strangers: UInt32 = 100_000
 
@@ -41,6 +43,83 @@ struct StrangerFloodTests {
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
         print("stranger flood: \(pushed) readings, \(counts), private memory \(before) -> \(after) KiB")
+    }
+
+    @Test func watchAllMQTTPublishesEveryReadingAndLeavesNothingOfTheCrowdRetained() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let broker = try MosquittoBroker()
+        // Only the real bird's readings: a subscriber to the crowd's events
+        // would cost more than the gateway it watches.
+        let values = try await broker.subscribe(["gw/\(bird)/alpha"])
+        let watch = try fake.launch(
+            "watch", "--all", "alpha", "--json", "--connect-timeout", "1", "--forget-after", "2",
+            "--mqtt", broker.url(prefix: "gw"))
+        let counter = LineCounter(watch)
+        try await counter.waitFor { $0.readings >= 1 }
+        _ = try await values.messages { $0.topic == "gw/\(bird)/alpha" }
+        try await waitForNotifying(fake)
+        let before = watch.privateMemoryKiB
+        try await fake.call("Strangers", .uint32(Self.strangers), .uint32(300), .string("mixed"))
+        // Every value the bird notifies during the crowd reaches the broker,
+        // each once and in order (values pushed one at a time, each awaited there).
+        var pushed = 0
+        var published = 1
+        while try await fake.call("StrangersLeft").first?.integer != 0 || pushed < 20 {
+            pushed += 1
+            let value = pushed % 99 + 1  // 1…99: "0.0N", "0.N" or "0.NN" on the broker
+            try await fake.push(String(value))
+            try await counter.waitFor { $0.readings >= 1 + pushed }
+            let arrived = try await values.messages(within: .seconds(30)) { $0.topic == "gw/\(bird)/alpha" }
+            published += arrived.count
+            #expect(arrived.map(\.payload) == [value < 10 ? "0.0\(value)" : value % 10 == 0 ? "0.\(value / 10)" : "0.\(value)"], "reading \(pushed) on the broker")
+        }
+        try await Task.sleep(for: .seconds(12))
+        let after = watch.privateMemoryKiB
+        let counts = await counter.counts
+        #expect(counts.readings == 1 + pushed && published == 1 + pushed, "printed \(counts.readings), published \(published)")
+        #expect(counts.strangersFound > 100 && counts.declined > 0, "the crowd was heard: \(counts)")
+        let left = try await fake.call("StrangersLeft")
+        #expect(left.first?.integer == 0 && left.last?.integer == 0, "every stranger gone, none bonded with: \(left)")
+        #expect(after - before < 2048, "private memory grew by \(after - before) KiB (from \(before) KiB)")
+        // Forgotten (2 s) and cleared while the gateway runs: nothing of a
+        // stranger is retained, neither its topics nor its discovery.
+        let retained = try broker.retained("#")
+        let ofStrangers = retained.keys.filter { $0.contains("D0:") || $0.contains("birdctl_gw_D0") }
+        #expect(ofStrangers.isEmpty, "\(ofStrangers.count) retained topics of strangers: \(ofStrangers.sorted().prefix(10))")
+        #expect(retained["gw/\(bird)/status"] == "online", "the real bird is still there")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+        print("stranger flood --mqtt: \(published) readings on the broker, \(counts), private memory \(before) -> \(after) KiB, \(retained.count) retained topics")
+    }
+
+    @Test func scanForgetsTheCrowd() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let scan = try fake.launch("scan", "--timeout", "0", "--forget-after", "2", "--json")
+        guard let first = try await scan.nextLine(within: .seconds(30)) else { throw LineCounterError.ended }
+        #expect(first.contains(bird), "\(first)")
+        let before = scan.privateMemoryKiB
+        try await fake.call("Strangers", .uint32(Self.strangers), .uint32(300), .string("silent"))
+        // Lines read as they come (a full pipe would stall the scan).
+        let lines = Task {
+            var found = 0
+            while let line = try await scan.nextLine(within: .seconds(60)) {
+                if line.contains("\"found\"") && line.contains("D0:") { found += 1 }
+            }
+            return found
+        }
+        while try await fake.call("StrangersLeft").first?.integer != 0 {
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        try await Task.sleep(for: .seconds(12))
+        let after = scan.privateMemoryKiB
+        scan.signal(SIGINT)
+        #expect(try await scan.waitForExit() == 0)
+        let found = try await lines.value
+        #expect(found > 100, "the crowd was heard: \(found) found")
+        #expect(after - before < 2048, "private memory grew by \(after - before) KiB (from \(before) KiB)")
+        print("stranger flood, scan: \(found) strangers found, private memory \(before) -> \(after) KiB")
     }
 }
 
