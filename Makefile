@@ -2,6 +2,7 @@
 #
 #   make help          this list
 #   make demo          real bluetoothd in a VM with simulated birds: birdctl scan, then watch
+#                      (Debian 13; VM_PLATFORM=bookworm: Debian 12)
 #   make test          every test (installs what it needs; CI runs this)
 #   make build         debug build: .build/debug/birdctl
 #   make release       what users install: optimised, static Swift runtime, git revision
