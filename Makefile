@@ -2,6 +2,7 @@
 #
 #   make help          this list
 #   make demo          real bluetoothd in a VM with simulated birds: birdctl scan, then watch
+#                      (Debian 13; VM_PLATFORM=bookworm: Debian 12)
 #   make test          every test (installs what it needs; CI runs this)
 #   make build         debug build: .build/debug/birdctl
 #   make release       what users install: optimised, static Swift runtime, git revision
@@ -41,8 +42,16 @@ BENCH_PACKAGES := gcc binutils python3-venv valgrind bluez
 
 # The real-BlueZ tier: Debian's kernel under qemu, bluetoothd, btvirt; a venv
 # for Bumble, the second Bluetooth stack whose birds it also runs.
-VM_PACKAGES := qemu-system-x86 linux-image-amd64 bluez bluez-test-tools busybox-static cpio python3-venv
+VM_PACKAGES := qemu-system-x86 linux-image-amd64 bluez bluez-test-tools busybox-static cpio python3-venv debootstrap
 BUMBLE_VENV := .build/vm/bumble-venv
+# The tier runs on two platforms: Debian 13 from a root built here (pinned by
+# fixtures/vm/trixie.recipe; rebuilt when it or a venv's requirements change)
+# and Debian 12, this machine's own root. make demo and make soak use
+# VM_PLATFORM (make demo VM_PLATFORM=bookworm: the older one).
+TRIXIE_ROOT := .build/vm/trixie-root
+TRIXIE_INPUTS := fixtures/vm/trixie.recipe fixtures/vm/bumble-requirements.txt fixtures/vm/bleak-requirements.txt
+VM_PLATFORMS ?= trixie bookworm
+VM_PLATFORM ?= trixie
 
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
@@ -63,6 +72,8 @@ deps-vm:
 	  rm -rf $(BUMBLE_VENV) && /usr/bin/python3 -m venv $(BUMBLE_VENV) && \
 	  $(BUMBLE_VENV)/bin/pip install -q --disable-pip-version-check -r fixtures/vm/bumble-requirements.txt && \
 	  cp fixtures/vm/bumble-requirements.txt $(BUMBLE_VENV)/requirements.txt; }
+	@cat $(TRIXIE_INPUTS) | cmp -s - $(TRIXIE_ROOT).recipe || \
+	  fixtures/vm/build-root.sh $(TRIXIE_ROOT) $(TRIXIE_INPUTS)
 
 deps-bench:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(BENCH_PACKAGES)"
@@ -205,17 +216,23 @@ fuzz-regress: fuzz-build
 # Boots a VM with real bluetoothd and emulated controllers and shows birdctl
 # scan and watch of a simulated bird (about a minute after the install).
 demo: deps-vm release
-	BIRDCTL=.build/release/birdctl fixtures/vm/run-vm.sh demo
+	BIRDCTL=.build/release/birdctl BIRDCTL_VM_PLATFORM=$(VM_PLATFORM) fixtures/vm/run-vm.sh demo
 
 # The real-BlueZ scenarios in the VM, with the release build (and the .deb's
-# birdctl without the Swift toolchain).
+# birdctl without the Swift toolchain), on each of VM_PLATFORMS in turn; fails
+# after all ran if any failed.
 test-vm: deps-vm release deb
-	BIRDCTL=.build/release/birdctl BIRDCTL_DEB=$(DEB) fixtures/vm/run-vm.sh test
+	@failed=""; for p in $(VM_PLATFORMS); do \
+	  BIRDCTL=.build/release/birdctl BIRDCTL_DEB=$(DEB) BIRDCTL_VM_PLATFORM=$$p fixtures/vm/run-vm.sh test \
+	    || failed="$$failed $$p"; \
+	done; \
+	for p in $(VM_PLATFORMS); do cat .build/vm/results-$$p/summary 2>/dev/null || echo "vm $$p: no summary"; done; \
+	[ -z "$$failed" ] || { echo "test-vm: failed on$$failed" >&2; exit 1; }
 
 # Link loss again and again (outside make test: about ten minutes).
 SOAK_CYCLES ?= 50
 soak: deps-vm release
-	BIRDCTL=.build/release/birdctl SOAK_CYCLES=$(SOAK_CYCLES) fixtures/vm/run-vm.sh soak
+	BIRDCTL=.build/release/birdctl SOAK_CYCLES=$(SOAK_CYCLES) BIRDCTL_VM_PLATFORM=$(VM_PLATFORM) fixtures/vm/run-vm.sh soak
 
 # The service as it runs for months, for an hour (fixtures/vm/service_soak.py; outside make test).
 SOAK_MINUTES ?= 60
@@ -246,10 +263,14 @@ bench-fake: bench-venv release
 
 # In the VM: real bluetoothd, a Bumble bird; the CPU of client + dbus-daemon +
 # bluetoothd, loss and latency for birdctl (both ways), bleak and bluetoothctl
-# (fixtures/vm/system_bench.py); writes .build/bench/system.md.
+# (fixtures/vm/system_bench.py; a built root has bleak pinned by
+# fixtures/vm/bleak-requirements.txt, the host's is bench-venv's), on each of VM_PLATFORMS; writes
+# .build/bench/system-PLATFORM.md.
 bench-system: bench-venv deps-vm release
-	BIRDCTL=.build/release/birdctl fixtures/vm/run-vm.sh bench
-	cp .build/vm/results/system-bench.md $(BENCH)/system.md
+	for p in $(VM_PLATFORMS); do \
+	  BIRDCTL=.build/release/birdctl BIRDCTL_VM_PLATFORM=$$p fixtures/vm/run-vm.sh bench && \
+	  cp .build/vm/results-$$p/system-bench.md $(BENCH)/system-$$p.md || exit 1; \
+	done
 
 # Where `make install` puts things (GNU conventions; DESTDIR stages them).
 PREFIX ?= /usr/local
