@@ -490,6 +490,14 @@ public struct BirdFleet: Sendable {
                 // One bird lost is not the end of the fleet: forget it so it can be found again.
                 let sighting = sightings[id]
                 drop(id)
+                // Its link is being undone: say so, if it did not (a gateway
+                // would otherwise keep the bird online for ever).
+                if let sighting, linked.contains(sighting.device),
+                    !actions.contains(where: { if case .report(.disconnected(let p)) = $0 { p.path == sighting.device } else { false } })
+                {
+                    actions.append(.report(.disconnected(
+                        BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name))))
+                }
                 if case .failed(let failure) = result {
                     if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
                         declined[bird.address.uppercased()] = tick

@@ -105,3 +105,22 @@ struct LinkSchedulerTests {
         #expect(connects(fleet.deviceDisconnected(bird(3).path)) == [bird(2).path], "bird 2's poll goes next")
     }
 }
+
+@Suite("The fleet: a bird given up after its link was up")
+struct GivenUpAfterALinkTests {
+    /// A bird whose session ends on a link (here: pairing refused) is said to
+    /// be disconnected, so that nothing (a gateway) keeps it online for ever.
+    @Test func aBirdGivenUpOnItsLinkIsSaidToBeDisconnected() {
+        var configuration = BirdCentral.Configuration(mode: .watch(reconnect: true), fields: [.alpha], scanTimeout: nil)
+        configuration.pairsWith = [bird(1).address]
+        var fleet = BirdFleet(configuration, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.deviceSighted(bird(1).sighting)
+        _ = fleet.connectReplied(0, .success(()))
+        _ = fleet.servicesResolved(device: bird(1).path, characteristics: [.alpha: bird(1).alpha])
+        _ = fleet.notifyStarted(0, .alpha, .failure(BlueZError(.notPermitted, message: "Not paired")))
+        let refused = fleet.pairCompleted(0, .failure(BlueZError(.authenticationFailed)))
+        #expect(reports(refused).contains(.disconnected(BirdCentral.Peripheral(path: bird(1).path, address: bird(1).address, name: "Bird1"))))
+        #expect(reports(refused).contains(.gaveUp(.pairingFailed(BlueZError(.authenticationFailed)))))
+    }
+}

@@ -160,7 +160,7 @@ struct PairingTests {
         let read = try await fake.birdctl("read", bird, "alpha", "--pair-timeout", "1")
         #expect(read.status == 10, "\(read.stderr)")
         #expect(read.stderr.contains("pairing did not finish in time"), "\(read.stderr)")
-        #expect(ContinuousClock.now - started < .seconds(10))  // not the 30 s default
+        #expect(ContinuousClock.now - started < .seconds(25))  // not the 30 s default
         let calls = try await fake.calls()
         #expect(calls.contains { $0.hasPrefix("CancelPairing ") }, "\(calls)")
     }

@@ -189,9 +189,14 @@ struct ExportedObjectTests {
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "RequestName", arguments: [.string("org.birdctl.Trusted"), .uint32(4)])
         pair.server.restrictCalls(below: "/app", toOwnerOf: "org.birdctl.Trusted")
-        // Through the bus first: the server knows the owner once this is answered.
-        _ = try await owner.call(
-            destination: pair.server.uniqueName, path: "/app/bird0", interface: ExportPair.interface, member: "Ping")
+        // Through the bus first: the server knows the owner once this is answered
+        // (it learns the owner asynchronously: until then it refuses).
+        let answered = await poll {
+            (try? await owner.call(
+                destination: pair.server.uniqueName, path: "/app/bird0", interface: ExportPair.interface, member: "Ping"))
+                == [.string("pong")]
+        }
+        #expect(answered)
         func ping() throws -> Message {
             try Message.methodCall(destination: pair.server.uniqueName, path: "/app/bird0", interface: ExportPair.interface, member: "Ping")
         }
