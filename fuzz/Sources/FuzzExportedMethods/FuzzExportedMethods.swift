@@ -79,7 +79,9 @@ final class Served: @unchecked Sendable {
         // The agent bluetoothd asks without a person, and one that asks a person (who alternates).
         PairingAgent(connection: connection, path: "/org/birdctl/agent").export()
         let answers = AlternatingAnswer()
-        PairingAgent(connection: connection, path: "/org/birdctl/confirm") { _, _, answer in answer(answers.next()) }.export()
+        let person = PairingAgent.Person(
+            confirm: { _, _, answer in answer(answers.next()) }, display: { _, _ in }, cancel: {})
+        PairingAgent(connection: connection, path: "/org/birdctl/confirm", person: person).export()
         let root = application.root
         characteristics = BirdField.allCases.enumerated().map { index, field in
             (ObjectPath(root.rawValue + "/service0/char\(index)"), field)
