@@ -211,35 +211,6 @@ public struct BirdFleet: Sendable {
         return follow(sighting)
     }
 
-    /// How many birds heard while another is being connected to wait for their turn.
-    public static let waitingLimit = 64
-
-    /// `all`: a machine for the bird heard, started at once.
-    mutating func follow(_ sighting: Sighting) -> [Action] {
-        let address = sighting.address.uppercased()
-        let id = add(perBird(sighting.address))
-        byAddress[address] = id
-        lastHeard[id] = tick
-        sightings[id] = sighting
-        // One event: the machine is connecting by the time the line is looked at again.
-        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
-            $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
-        }
-    }
-
-    /// A machine's configuration for one bird of `all`: held or polled as the scheduler says.
-    func perBird(_ address: String, polled: Bool? = nil) -> BirdCentral.Configuration {
-        var perBird = configuration
-        perBird.address = address
-        perBird.scanTimeout = nil
-        perBird.maximumReadings = nil
-        perBird.duration = nil
-        if let scheduler, polled ?? scheduler.polls(address, heldBirds: heldBirds) {
-            perBird.pollInterval = scheduler.policy.pollInterval
-        }
-        return perBird
-    }
-
     /// The bird machine `id` asked for is in BlueZ's cache (`lookUpKnown`).
     public mutating func deviceKnown(_ id: MachineID, _ sighting: Sighting) -> [Action] {
         on(id) { $0.deviceKnown(sighting) }
@@ -358,27 +329,6 @@ public struct BirdFleet: Sendable {
         }
     }
 
-    /// `all`: one tick on: machines whose bird was neither heard nor
-    /// connected for `ticksToForget` ticks are dropped (reported as
-    /// `forgotten`), and declined birds are given another chance.
-    private mutating func forgetUnheard() -> [Action] {
-        guard outcome == nil, let forgetAfter else { return [] }
-        tick += 1
-        let horizon = tick - Self.ticksToForget
-        declined = declined.filter { $0.value > horizon }
-        var actions: [Action] = []
-        // A bird connected (or being connected to) counts as heard: it may not advertise while held.
-        for (id, central) in machines where central.currentDevice != nil { lastHeard[id] = tick }
-        for (id, central) in machines where lastHeard[id, default: tick] <= horizon {
-            var stopped = central
-            let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }
-            actions += translate(stop, from: id)
-            drop(id)
-            if let address = central.configuration.address { actions.append(.report(.forgotten(address: address))) }
-        }
-        return actions + [.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)]
-    }
-
     /// SIGINT/SIGTERM, or stdout closed: undo what was done, then finish.
     public mutating func stopRequested() -> [Action] {
         if all { return finishAll(.success) }
@@ -413,18 +363,6 @@ public struct BirdFleet: Sendable {
         guard outcome == nil, let index = machines.firstIndex(where: { $0.id == id }) else { return [] }
         let actions = translate(event(&machines[index].central), from: id)
         return afterEvent(actions)
-    }
-
-    /// `all`: once no machine is connecting, the next bird waiting gets one.
-    mutating func admitWaiting() -> [Action] {
-        var actions: [Action] = []
-        while outcome == nil, discovering, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
-            let sighting = waiting.removeFirst()
-            let address = sighting.address.uppercased()
-            guard byAddress[address] == nil, declined[address] == nil else { continue }
-            actions += follow(sighting)
-        }
-        return actions
     }
 
     /// Runs an event on every machine (in place: this is the notification path).

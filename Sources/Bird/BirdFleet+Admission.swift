@@ -1,0 +1,47 @@
+import BlueZ
+import DBus
+
+/// `watch --all`: which birds get a machine, and when — one new bird at a
+/// time, the others waiting in a short line.
+extension BirdFleet {
+    /// How many birds heard while another is being connected to wait for their turn.
+    public static let waitingLimit = 64
+
+    /// `all`: a machine for the bird heard, started at once.
+    mutating func follow(_ sighting: Sighting) -> [Action] {
+        let address = sighting.address.uppercased()
+        let id = add(perBird(sighting.address))
+        byAddress[address] = id
+        lastHeard[id] = tick
+        sightings[id] = sighting
+        // One event: the machine is connecting by the time the line is looked at again.
+        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
+            $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
+        }
+    }
+
+    /// A machine's configuration for one bird of `all`: held or polled as the scheduler says.
+    func perBird(_ address: String, polled: Bool? = nil) -> BirdCentral.Configuration {
+        var perBird = configuration
+        perBird.address = address
+        perBird.scanTimeout = nil
+        perBird.maximumReadings = nil
+        perBird.duration = nil
+        if let scheduler, polled ?? scheduler.polls(address, heldBirds: heldBirds) {
+            perBird.pollInterval = scheduler.policy.pollInterval
+        }
+        return perBird
+    }
+
+    /// `all`: once no machine is connecting, the next bird waiting gets one.
+    mutating func admitWaiting() -> [Action] {
+        var actions: [Action] = []
+        while outcome == nil, discovering, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
+            let sighting = waiting.removeFirst()
+            let address = sighting.address.uppercased()
+            guard byAddress[address] == nil, declined[address] == nil else { continue }
+            actions += follow(sighting)
+        }
+        return actions
+    }
+}
