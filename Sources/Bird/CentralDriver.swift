@@ -142,8 +142,12 @@ public final class CentralDriver: @unchecked Sendable {
         }
     }
 
-    private func resolved(_ device: ObjectPath) {
+    /// `loaded`: what is below the device was just loaded (see `BlueZClient.loadBelow`).
+    private func resolved(_ device: ObjectPath, loaded: Bool = false) {
         let characteristics = client.tree.birdCharacteristics(of: device)
+        if characteristics.isEmpty, !loaded, !client.holdsEveryDevice, fleet.currentDevices.contains(device) {
+            return client.loadBelow(device) { [self] in resolved(device, loaded: true) }
+        }
         // Asked before anything is subscribed, so the answer comes before any notification.
         if let any = characteristics.values.first {
             client.perform(.characteristicMTU(characteristic: any)) { [self] result in

@@ -38,6 +38,19 @@ extension BlueZClient {
         }
     }
 
+    /// A tree that does not hold every device may lack the GATT objects of a
+    /// device that resolved its services: bluetoothd keeps a bird's GATT
+    /// objects from an earlier connection (its GATT cache) and announces
+    /// nothing when it connects again. Loads what is below `device` (once),
+    /// then `body`, on the loop. A tree of everything has them already.
+    public func loadBelow(_ device: ObjectPath, _ body: @escaping @Sendable () -> Void) {
+        guard !holdsEveryDevice else { return body() }
+        let current = treeGeneration
+        FocusedLoad(client: self, address: nil) { [self] in current == treeGeneration }.start(below: device) { [self] _ in
+            if current == treeGeneration { body() }
+        }
+    }
+
     private func announce(_ device: ObjectPath) {
         guard let view = tree.device(device) else { return }
         pendingEvents.append(.deviceAdded(view))
