@@ -28,7 +28,7 @@ public struct BirdCentral: Sendable {
         /// It goes on: perform these.
         case next([Action])
         /// The finder connected: the link's work begins.
-        case linked(Peripheral, bonded: Bool, [Action])
+        case linked(Peripheral, bonded: Bool)
         /// The link is gone and the bird is to be found again.
         case findAgain([Action])
         /// A polled bird was read: it rests until its next poll.
@@ -354,11 +354,11 @@ public struct BirdCentral: Sendable {
         switch step {
         case .next(let actions):
             return counted(actions)
-        case .linked(let peripheral, let bonded, let actions):
+        case .linked(let peripheral, let bonded):
             hasConnected = true
             let (link, started) = BirdLink.start(configuration, peripheral, bonded: bonded)
             phase = .onLink(link)
-            return actions + started
+            return started
         case .findAgain(let actions):
             return actions + beginFinding()
         case .rest(let peripheral, let actions):

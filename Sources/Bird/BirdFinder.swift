@@ -135,7 +135,7 @@ struct BirdFinder: Sendable {
         guard case .connecting(let peripheral, let attempt) = state else { return .next([]) }
         switch result {
         case .success:
-            return .linked(peripheral, bonded: bonded, [])
+            return .linked(peripheral, bonded: bonded)
         case .failure(let error) where connectingUnheard && error.kind != .permissionDenied:
             return discoverInstead(of: peripheral)
         case .failure(let error) where error.isTransient && attempt < configuration.connectAttempts:
@@ -151,7 +151,7 @@ struct BirdFinder: Sendable {
     /// ServicesResolved may come before Connect's reply (cached GATT): the link is up.
     mutating func servicesResolved(device: ObjectPath) -> Step {
         guard case .connecting(let peripheral, _) = state, peripheral.path == device else { return .next([]) }
-        return .linked(peripheral, bonded: bonded, [])
+        return .linked(peripheral, bonded: bonded)
     }
 
     /// The device object left BlueZ's tree while it was being connected to.

@@ -390,14 +390,16 @@ public struct BirdFleet: Sendable {
         var actions: [Action] = []
         actions.reserveCapacity(own.count)
         var enough = false
-        var connecting: (device: ObjectPath, actions: [Action])?
+        // `all`: a connection attempt (its deadline and its Connect) waits for the scheduler's gate.
+        var heldBack: [Action] = []
+        var connectingTo: ObjectPath?
         for action in own {
             switch action {
-            // `all`: a connection attempt waits for the scheduler's gate.
             case .connect(let device) where scheduler != nil:
-                connecting = (device, (connecting?.actions ?? []) + [.connect(id, device)])
+                heldBack.append(.connect(id, device))
+                connectingTo = device
             case .armTimer(.connect, let delay) where scheduler != nil:
-                connecting = (connecting?.device ?? "/", (connecting?.actions ?? []) + [.armTimer(.machine(id, .connect), delay)])
+                heldBack.append(.armTimer(.machine(id, .connect), delay))
             case .startScanning:
                 actions.append(.startScanning(id, lookUpKnown: all ? nil : firstLookUp(for: id)))
             case .stopScanning:
@@ -448,10 +450,10 @@ public struct BirdFleet: Sendable {
                 }
             }
         }
-        if let connecting, connecting.actions.contains(where: { if case .connect = $0 { true } else { false } }) {
-            scheduler?.request(id, device: connecting.device, connecting.actions)
-        } else if let connecting {
-            actions += connecting.actions  // a deadline re-armed without a Connect
+        if let connectingTo {
+            scheduler?.request(id, device: connectingTo, heldBack)
+        } else {
+            actions += heldBack  // a deadline re-armed without a Connect
         }
         // After this machine's actions, not in the middle of them.
         return enough ? actions + finishAll(.success) : actions
