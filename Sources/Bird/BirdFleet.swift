@@ -443,6 +443,8 @@ public struct BirdFleet: Sendable {
                         declined[bird.address.uppercased()] = tick
                     }
                     actions.append(.report(.gaveUp(failure)))
+                    // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
+                    if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
                     if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
                         actions += learnedLimit(links, adapter: adapter)
                     }

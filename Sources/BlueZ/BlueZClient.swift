@@ -60,12 +60,6 @@ public final class BlueZClient: @unchecked Sendable {
         self.onEvent = onEvent
     }
 
-    /// `focus`: a device address when the command is about that device only
-    /// (`.device`); else every object (`.everything`).
-    public convenience init(connection: Connection, focus: String? = nil, onEvent: @escaping EventHandler) {
-        self.init(connection: connection, scope: focus.map { .device(address: $0) } ?? .everything, onEvent: onEvent)
-    }
-
     /// True (on the loop) once the tree is loaded and bluetoothd is present.
     public var isReady: Bool {
         if case .ready = state { return true }
@@ -141,7 +135,6 @@ public final class BlueZClient: @unchecked Sendable {
     }
 
     private func nameOwnerChanged(_ message: Message) {
-        connection.loop.assertInLoop()
         guard let arguments = try? message.arguments(), arguments.count == 3,
             let newOwner = arguments[2].string
         else { return }
@@ -159,14 +152,12 @@ public final class BlueZClient: @unchecked Sendable {
     // MARK: Signals
 
     private func objectManagerSignal(_ message: Message) {
-        connection.loop.assertInLoop()
         guard appliesSignals else { return }
         tree.applyObjectManagerSignal(message) { pendingEvents.append($0) }
         deliverPendingEvents()
     }
 
     private func propertiesChanged(_ message: Message) {
-        connection.loop.assertInLoop()
         guard appliesSignals else { return }
         // A notification: one event, handed on once the tree has it.
         switch tree.applyNotification(message, slots: &notificationSlots) {

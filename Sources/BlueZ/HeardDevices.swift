@@ -31,10 +31,7 @@ extension BlueZClient {
             else { return }
             tree.set(device, interface: BlueZNames.device, properties: properties)
             guard tree.device(device)?.connected == true else { return announce(device) }
-            FocusedLoad(client: self, address: nil) { [self] in current == treeGeneration }.start(below: device) {
-                [self] _ in
-                if current == treeGeneration { announce(device) }
-            }
+            loadBelow(device) { [self] in announce(device) }
         }
     }
 

@@ -82,7 +82,11 @@ public struct ObjectTree: Hashable, Sendable {
             objects[path] = nil
             // A dictionary keeps the room it once needed: after a crowd has
             // come and gone (devices BlueZ forgets), give it back.
-            if objects.capacity > 1024, objects.count < objects.capacity / 8 { objects = Dictionary(uniqueKeysWithValues: objects.map { ($0, $1) }) }
+            if objects.capacity > 1024, objects.count < objects.capacity / 8 {
+                var shrunk: [ObjectPath: [String: Properties]] = .init(minimumCapacity: objects.count)
+                for (path, interfaces) in objects { shrunk[path] = interfaces }
+                objects = shrunk
+            }
         }
         return removed
     }

@@ -138,12 +138,6 @@ public struct GatewayMachine: Sendable {
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
             .paired(let p), .polled(let p):
             actions.append(.publish(.event(address: p.address, report)))
-        case .gaveUp(.pairingNotNamed(let stranger, _)):
-            // Declined under --all (not named): not a bird of ours. The fleet
-            // drops it without a disconnection or a `forgotten`, so what its
-            // connection published (online, discovery) is cleared now.
-            actions.append(.publish(.event(address: nil, report)))
-            if birds[stranger.address] != nil { actions += forget(stranger.address) }
         case .gaveUp, .waiting, .links:
             actions.append(.publish(.event(address: nil, report)))
         case .forgotten(let address):

@@ -242,7 +242,8 @@ struct BirdFleetTests {
         let refused = fleet.notifyStarted(0, .alpha, .failure(Self.notPaired))
         #expect(!refused.contains { if case .pair = $0 { true } else { false } })
         #expect(refused.contains(.disconnect(device)))
-        #expect(reports(refused).last == .gaveUp(.pairingNotNamed(robin, Self.notPaired)))
+        // Given up, and forgotten at once: a stranger is not ours (a gateway clears what it published).
+        #expect(reports(refused).suffix(2) == [.gaveUp(.pairingNotNamed(robin, Self.notPaired)), .forgotten(address: robin.address)])
         #expect(fleet.deviceSighted(birdSighting).isEmpty, "heard again: left alone")
         for _ in 1..<BirdFleet.ticksToForget { _ = fleet.timerFired(.forgetTick) }
         #expect(fleet.deviceSighted(birdSighting).isEmpty)
@@ -284,5 +285,6 @@ struct BirdFleetTests {
             _ = fleet.deviceSighted(birdSighting)
             #expect(reports(fleet.timerFired(.forgetTick)).isEmpty)
         }
+        #expect(fleet.birdsRemembered == 1, "the bird heard all along is still followed")
     }
 }

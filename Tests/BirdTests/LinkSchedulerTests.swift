@@ -88,8 +88,11 @@ struct LinkSchedulerTests {
         let ready = fleet.bluetoothReady(adapter: adapter, requested: nil)
         #expect(reports(ready) == [.links(adapter: "hci0", used: 0, limit: 2, learned: false)])
         _ = fleet.stream(1, id: 0)
-        _ = fleet.stream(2, id: 1)  // polled (limit 2: one link kept for polling)
-        #expect(fleet.linksUp == 2, "bird 2 read and let go, its link going down")
+        // Polled (limit 2: one link kept for polling): read, never subscribed, let go.
+        let polled = fleet.stream(2, id: 1)
+        #expect(polled.contains(.disconnect(bird(2).path)))
+        #expect(!polled.contains { if case .startNotify = $0 { true } else { false } })
+        #expect(fleet.linksUp == 2, "bird 2's link is still going down")
         _ = fleet.deviceDisconnected(bird(2).path)
         #expect(fleet.linksUp == 1)
         // Birds 3 and 2 take turns on the one free link.

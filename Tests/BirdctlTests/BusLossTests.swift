@@ -80,6 +80,7 @@ struct BusLossTests {
         while printed.count < 50, let line = try await watch.nextLine() {
             if line.contains("\"reading\"") { printed.append(try readingValue(line)) }
         }
+        try #require(printed.count == 50, "the bus must go mid-stream, after readings were printed")
         fake.bus.stop()
         let finished = try await watch.finish(within: Self.deadline)
         #expect(finished.status == 12, "\(finished.stderr)")

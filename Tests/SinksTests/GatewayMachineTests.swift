@@ -1,5 +1,4 @@
 import Bird
-import BlueZ
 import DBus
 import Sinks
 import Testing
@@ -112,21 +111,6 @@ struct GatewayMachineTests {
     /// Under --all a stranger that asks for pairing connects, is declined
     /// and dropped by the fleet with no disconnection and no `forgotten`:
     /// what its connection published is cleared at once.
-    @Test func aStrangerDeclinedForPairingIsClearedOthersStay() {
-        var machine = GatewayMachine.running([robin])
-        let stranger = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_D0_00_00_00_00_01", address: "D0:00:00:00:00:01", name: nil)
-        #expect(machine.report(.connected(stranger)).contains(.publishSticky(.birdStatus(address: stranger.address, online: true))))
-        let declined = BirdCentral.Report.gaveUp(.pairingNotNamed(stranger, BlueZError(.notPermitted, message: "Not paired")))
-        #expect(machine.report(declined) == [
-            .publish(.event(address: nil, declined)),
-            .forgetSticky(addresses: [stranger.address]), .publish(.clearing(address: stranger.address)),
-        ])
-        #expect(machine.birdCount == 1)
-        // Another failure is only an event (a real bird that failed is found again).
-        let failed = BirdCentral.Report.gaveUp(.pairingFailed(BlueZError(.authenticationFailed)))
-        #expect(machine.report(failed) == [.publish(.event(address: nil, failed))])
-    }
-
     @Test func aNewBirdBeyondTheBoundForgetsTheOfflineOnesNotTheOnlineOnes() {
         var machine = GatewayMachine.running([robin, wren], maximumBirds: 2)
         _ = machine.report(.disconnected(robin))
