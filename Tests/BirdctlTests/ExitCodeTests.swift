@@ -81,11 +81,9 @@ struct ExitCodeTests {
     @Test func nothingFoundBeforeTheTimeoutExitsSix() async throws {
         let fake = try FakeBlueZ()
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
-        let started = ContinuousClock.now
         let result = try await fake.birdctl("read", "--timeout", "0.5")
         #expect(result.status == 6)
-        // Under the 10 s default, with room for a sanitizer build on a loaded machine.
-        #expect(ContinuousClock.now - started < .seconds(8))
+        #expect(result.stderr.contains("no Bird found before the timeout"), "\(result.stderr)")
     }
 
     @Test func connectWaitsForTheStopDiscoveryItFollows() async throws {
@@ -139,12 +137,9 @@ struct ExitCodeTests {
         let fake = try FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("Connect", seconds: -1)
-        let started = ContinuousClock.now
         let result = try await fake.birdctl("read", "--connect-timeout", "1")
-        let elapsed = ContinuousClock.now - started
         #expect(result.status == 7)
         #expect(result.stderr.contains("could not connect before the connect deadline"))
-        #expect(elapsed < .seconds(8), "took \(elapsed)")  // the default deadline is 10 s
         // The pending connection was cancelled.
         #expect(try await fake.calls().contains("Disconnect \(birdPath)"))
     }

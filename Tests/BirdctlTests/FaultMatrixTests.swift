@@ -129,14 +129,12 @@ struct FaultMatrixTests {
         for (index, error) in Self.errors.enumerated() {
             let message = "injected failure \(index)"
             try await fake.failNext(method, error, message)
-            let started = ContinuousClock.now
             let result = try await fake.birdctl("read", "--timeout", "1")
             let expected = Self.expectedExit(method, error)
             #expect(result.status == expected, "\(method) \(error): \(result.stderr)")
             if expected != 0 && expected != 6 {
                 #expect(result.stderr.contains(message), "\(method) \(error): \(result.stderr)")
             }
-            #expect(ContinuousClock.now - started < .seconds(8), "\(method) \(error)")  // defaults: 10 s
         }
     }
 
@@ -162,15 +160,11 @@ struct FaultMatrixTests {
         let fake = try FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("ReadValue", seconds: -1)
-        let started = ContinuousClock.now
         let result = try await BirdctlProcess.run(
             ["read", "name"], environment: fake.environment.merging(["BIRDCTL_CALL_TIMEOUT": "1"]) { $1 })
         #expect(result.status == 9, "\(result.stderr)")
         #expect(result.stderr.contains("did not answer"), "\(result.stderr)")
         #expect(result.stderr.contains("pair it first with 'birdctl pair ADDRESS'"), "\(result.stderr)")
-        // Bounded by the 1 s asked for, not the 25 s default. Generous: under
-        // AddressSanitizer, with the other tests running, this took 4.0 s once.
-        #expect(ContinuousClock.now - started < .seconds(15))
     }
 
     // MARK: The peripheral

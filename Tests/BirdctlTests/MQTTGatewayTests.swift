@@ -348,10 +348,9 @@ struct MQTTGatewayTests {
         let watch = try BirdctlProcess(
             ["watch", "--mqtt", broker.url()],
             environment: fake.environment.merging(["BIRDCTL_MQTT_USERNAME": "gateway", "BIRDCTL_MQTT_PASSWORD": "wrong"]) { $1 })
-        let start = ContinuousClock.now
+        // A refusal is final: no retry keeps it running past the bound.
         let finished = try await watch.finish(within: .seconds(15))
         #expect(finished.status == 11)
-        #expect(ContinuousClock.now - start < .seconds(8))
         #expect(finished.stderr.contains("the MQTT broker refused the connection"), "\(finished.stderr)")
         #expect(!finished.stderr.contains("wrong"), "the password reached stderr")
     }
