@@ -58,10 +58,14 @@ public struct GatewayMachine: Sendable {
         public var discovery: Bool
         /// At most this many birds remembered (strangers may come and go all day).
         public var maximumBirds: Int
+        /// `--fleet`: the bird's sensors are the fleet's, pointed at the
+        /// gateway that holds it: published again at every connection.
+        public var shared: Bool
 
-        public init(discovery: Bool, maximumBirds: Int = 4096) {
+        public init(discovery: Bool, maximumBirds: Int = 4096, shared: Bool = false) {
             self.discovery = discovery
             self.maximumBirds = maximumBirds
+            self.shared = shared
         }
     }
 
@@ -271,7 +275,7 @@ public struct GatewayMachine: Sendable {
         let forgotten = makeRoom(for: address)
         if !forgotten.isEmpty { actions.append(.forgetSticky(addresses: forgotten)) }
         var bird = birds[address, default: Bird()]
-        if online && configuration.discovery && !bird.discovered {
+        if online && configuration.discovery && (!bird.discovered || configuration.shared) {
             actions.append(.publishSticky(.birdDiscovery(peripheral)))
             bird.discovered = true
         }

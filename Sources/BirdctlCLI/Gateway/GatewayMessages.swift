@@ -21,10 +21,14 @@ struct GatewayMessages {
     /// The prefix as an id: `birdctl/kitchen` → `birdctl_kitchen` (one to
     /// one, `GatewayOptions.gatewayID`).
     let gatewayID: String
+    /// `--fleet`: a bird has one set of entities in the whole fleet, whose
+    /// configs its holder publishes (pointing at its own topics).
+    let fleet: FleetTopics?
 
-    init(prefix: String) {
+    init(prefix: String, fleet: FleetTopics? = nil) {
         self.prefix = prefix
         gatewayID = GatewayOptions.gatewayID(prefix)
+        self.fleet = fleet
     }
 
     var statusTopic: String { prefix + "/status" }
@@ -119,9 +123,11 @@ struct GatewayMessages {
 
     var gatewayDiscoveryTopic: String { "homeassistant/binary_sensor/birdctl_\(gatewayID)/config" }
 
-    /// The id of a bird's sensor for `field` from this gateway.
+    /// The id of a bird's sensor for `field` from this gateway (in a fleet, the fleet's).
     private func sensorID(_ address: String, _ field: BirdField) -> String {
-        "birdctl_\(gatewayID)_\(address.filter { $0 != ":" })_\(field.rawValue)"
+        fleet == nil
+            ? "birdctl_\(gatewayID)_\(address.filter { $0 != ":" })_\(field.rawValue)"
+            : "birdctl_\(address.filter { $0 != ":" })_\(field.rawValue)"
     }
 
     private func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
@@ -153,8 +159,15 @@ struct GatewayMessages {
     /// What this gateway publishes retained about a bird (its values, state
     /// and status) and its sensors' discovery configs: what forgetting it clears.
     func retainedTopics(of address: String) -> [String] {
+        // In a fleet the sensors are the fleet's: another gateway may hold the bird now.
         ["\(prefix)/\(address)"] + BirdField.allCases.map { "\(prefix)/\(address)/\($0.rawValue)" }
-            + ["\(prefix)/\(address)/status"] + BirdField.allCases.map { sensorTopic(sensorID(address, $0)) }
+            + ["\(prefix)/\(address)/status"] + (fleet == nil ? BirdField.allCases.map { sensorTopic(sensorID(address, $0)) } : [])
+    }
+
+    /// `--fleet`: the configs of the bird's sensors (the fleet's), which its holder publishes.
+    func sharedDiscoveryTopics(of address: String) -> [String] {
+        guard fleet != nil else { return [] }
+        return (BirdField.allCases.map { sensorID(address, $0) } + ["birdctl_\(address.filter { $0 != ":" })_holder"]).map(sensorTopic)
     }
 
     /// Of the retained `topics` (under the prefix and the discovery configs),
@@ -192,7 +205,7 @@ struct GatewayMessages {
         device.add("manufacturer", "Bird")
         device.add("model", "Bird Service peripheral")
         device.add("via_device", "birdctl_" + gatewayID)
-        return BirdField.allCases.map { field in
+        return BirdField.allCases.map { field -> MQTTMessage in
             let id = sensorID(address, field)
             var config = JSONObject()
             config.add("name", field.rawValue.capitalized)
@@ -213,7 +226,20 @@ struct GatewayMessages {
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
             return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
-        }
+        } + (fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? [])
+    }
+
+    /// `--fleet`: which gateway (room) holds the bird, as a sensor of the bird.
+    private func holderDiscovery(_ address: String, device: JSONObject, fleet: FleetTopics, version: String) -> MQTTMessage {
+        let id = "birdctl_\(address.filter { $0 != ":" })_holder"
+        var config = JSONObject()
+        config.add("name", "Gateway")
+        config.add("unique_id", id)
+        config.add("state_topic", fleet.holderTopic(address))
+        config.add("icon", "mdi:router-wireless")
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
     }
 
     private func topic(_ name: String) -> JSONObject {

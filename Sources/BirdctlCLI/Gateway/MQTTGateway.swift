@@ -28,11 +28,25 @@ final class MQTTGateway: @unchecked Sendable {
     var onFailure: (@Sendable () -> Void)?
     private var failed = false
 
+    /// `--fleet`: which birds this gateway connects, agreed with the others
+    /// through the broker; the central is told through these (on the loop).
+    private var ownership: FleetOwnership?
+    private let fleetTopics: FleetTopics?
+    private let startedAt = MonotonicInstant.now
+    var onGrant: ((String) -> Void)?
+    var onRelease: ((String) -> Void)?
+
     init(_ options: GatewayOptions, loop: EventLoop) {
         self.options = options
-        messages = GatewayMessages(prefix: options.prefix)
-        machine = GatewayMachine(.init(discovery: options.discovery))
+        machine = GatewayMachine(.init(discovery: options.discovery, shared: options.fleet != nil))
         self.loop = loop
+        if let fleet = options.fleet, let root = options.fleetRoot {
+            ownership = FleetOwnership(fleet)
+            fleetTopics = FleetTopics(root: root, room: fleet.room)
+        } else {
+            fleetTopics = nil
+        }
+        messages = GatewayMessages(prefix: options.prefix, fleet: fleetTopics)
     }
 
     /// Connects in the background; readings queue until the broker answers.
@@ -41,7 +55,7 @@ final class MQTTGateway: @unchecked Sendable {
         // At every connect: what the broker says of our birds' availability,
         // to correct what a gateway that died left (its will covers only
         // PREFIX/status).
-        settings.subscriptions = [messages.birdStatusFilter]
+        settings.subscriptions = [messages.birdStatusFilter] + (fleetTopics?.filters ?? [])
         let publisher: MQTTPublisher
         do throws(MQTTError) {
             publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
@@ -52,6 +66,7 @@ final class MQTTGateway: @unchecked Sendable {
         perform(machine.start())
         publisher.start()
         loop.addBeforePollHook { [weak self] in self?.wakeUpEnds() }
+        if ownership != nil { scheduleFleetTick() }
     }
 
     // MARK: Events (on the loop)
@@ -69,7 +84,20 @@ final class MQTTGateway: @unchecked Sendable {
             publisher?.publish(messages.value(peripheral.address, value))
             return
         }
+        switch report {
+        case .connected(let peripheral): fleet { $0.linked(peripheral.address, true, now: $1) }
+        case .disconnected(let peripheral):
+            fleet { $0.linked(peripheral.address, false, now: $1) }
+            // The next holder publishes the fleet's sensors of the bird: ours must not come back after a reconnect.
+            if ownership != nil { publisher?.forgetSticky(Set(messages.sharedDiscoveryTopics(of: peripheral.address))) }
+        default: break
+        }
         perform(machine.report(report))
+    }
+
+    /// `--fleet`: a Bird heard at `rssi` (from the central, on the loop).
+    func heard(_ address: String, rssi: Int16) {
+        fleet { $0.heard(address, rssi: Int(rssi), now: $1) }
     }
 
     private func wakeUpEnds() {
@@ -162,6 +190,48 @@ final class MQTTGateway: @unchecked Sendable {
         messages.render(publication, events: events, version: Version.text)
     }
 
+    // MARK: The fleet (on the loop)
+
+    private var now: Duration { MonotonicInstant.now - startedAt }
+
+    /// Runs an event on the fleet's machine, if any, and performs its actions.
+    private func fleet(_ event: (inout FleetOwnership, Duration) -> [FleetOwnership.Action]) {
+        guard ownership != nil, publisher != nil, machine.isRunning else { return }
+        let actions = event(&ownership!, now)
+        for action in actions { perform(action) }
+    }
+
+    private func scheduleFleetTick() {
+        _ = loop.schedule(after: .seconds(1)) { [weak self] in
+            guard let self, machine.isRunning else { return }
+            fleet { $0.tick(now: $1) }
+            scheduleFleetTick()
+        }
+    }
+
+    private func perform(_ action: FleetOwnership.Action) {
+        guard let topics = fleetTopics, let publisher else { return }
+        switch action {
+        case .publishHeard(let address, let rssi): publisher.publishSticky(topics.heard(address, rssi: rssi))
+        case .claim(let address): publisher.publishSticky(topics.claim(address))
+        case .dropClaim(let address): publisher.forgetSticky([topics.holderTopic(address)])
+        case .withdrawClaim(let address):
+            publisher.forgetSticky([topics.holderTopic(address)])
+            publisher.publish(GatewayMessages.clearing(topics.holderTopic(address)))
+        case .grant(let address): onGrant?(address)
+        case .release(let address): onRelease?(address)
+        case .forgotten(let address): publisher.forgetSticky([topics.heardTopic(address)])
+        }
+    }
+
+    private func received(_ message: FleetTopics.Received) {
+        switch message {
+        case .gatewayStatus(let room, let online): fleet { $0.gatewayStatus(room, online: online, now: $1) }
+        case .holder(let address, let room): fleet { $0.reportedHolder(address, room, now: $1) }
+        case .heard(let address, let room, let rssi): fleet { $0.reportedHeard(address, by: room, rssi: rssi, now: $1) }
+        }
+    }
+
     // MARK: The publisher's events (its thread)
 
     private func publisherEvent(_ event: MQTTEvent) {
@@ -169,14 +239,20 @@ final class MQTTGateway: @unchecked Sendable {
         switch event {
         case .connected(let backlog):
             Diagnostics.say("connected to the MQTT broker at \(broker)" + (backlog > 0 ? "; sending \(backlog) queued message(s)" : ""))
+            loop.execute { [self] in fleet { $0.brokerConnected(now: $1) } }
         case .lost(let reason, let queued):
             Diagnostics.say("lost the MQTT broker at \(broker) (\(reason)); queuing (\(queued) waiting) and reconnecting")
+            loop.execute { [self] in fleet { $0.brokerLost(now: $1) } }
         case .dropped(let count):
             Diagnostics.error("the MQTT buffer was full while the broker was away: dropped the \(count) oldest message(s)")
             loop.execute { [self] in perform(machine.dropped(count)) }
         case .failed(let error):
             loop.execute { [self] in fail(error) }
         case .received(let message):
+            if let fleetMessage = fleetTopics?.parse(message) {
+                loop.execute { [self] in received(fleetMessage) }
+                return
+            }
             guard let address = messages.retainedOnline(message) else { return }
             loop.execute { [self] in perform(machine.retainedOnline(address)) }
         }
