@@ -30,6 +30,34 @@ struct GatewayOptionsTests {
         #expect(parsed == expected, "\(url)")
     }
 
+    /// What the broker says of the fleet is anyone's: only what is shaped like ours counts.
+    @Test(arguments: [
+        ("house/kitchen/status", "online", FleetTopics.Received.gatewayStatus(room: "kitchen", online: true)),
+        ("house/kitchen/status", "", .gatewayStatus(room: "kitchen", online: false)),
+        ("house/fleet/F0:0D:B1:7D:00:01/holder", "garden", .holder(address: "F0:0D:B1:7D:00:01", room: "garden")),
+        ("house/fleet/f0:0d:b1:7d:00:01/holder", "", .holder(address: "F0:0D:B1:7D:00:01", room: nil)),
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "-61", .heard(address: "F0:0D:B1:7D:00:01", room: "hall", rssi: -61)),
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "", .heard(address: "F0:0D:B1:7D:00:01", room: "hall", rssi: nil)),
+    ] as [(String, String, FleetTopics.Received)])
+    func fleetMessages(_ topic: String, _ payload: String, _ expected: FleetTopics.Received) {
+        let topics = FleetTopics(root: "house", room: "kitchen")
+        #expect(topics.parse(MQTTMessage(topic, payload, retain: true)) == expected)
+    }
+
+    @Test(arguments: [
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "-300"),  // out of range
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "loud"),
+        ("house/fleet/F0:0D:B1:7D:00:01/holder", "a/b"),  // no room
+        ("house/fleet/F0:0D:B1:7D:00:01/holder", String(repeating: "x", count: 65)),
+        ("house/fleet/not-an-address/holder", "hall"),
+        ("house/fleet/status", "online"),
+        ("other/kitchen/status", "online"),
+        ("house/kitchen/F0:0D:B1:7D:00:01/status", "online"),
+    ])
+    func foreignFleetMessagesAreIgnored(_ topic: String, _ payload: String) {
+        #expect(FleetTopics(root: "house", room: "kitchen").parse(MQTTMessage(topic, payload, retain: true)) == nil)
+    }
+
     @Test func credentialsFromTheEnvironmentNeedAUsername() throws {
         let (user, password) = try GatewayOptions.credentials(nil, ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"])
         #expect(user == "u" && password == "p")

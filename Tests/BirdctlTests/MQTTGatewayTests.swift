@@ -384,6 +384,11 @@ struct MQTTGatewayTests {
         (["--mqtt-ca", "/etc/hostname"], "goes with --mqtt"),
         (["--quiet"], "--quiet goes with --mqtt"),
         (["--mqtt", "mqtt://localhost", "--mqtt-credentials", "/nonexistent"], "cannot read /nonexistent"),
+        (["--fleet"], "--fleet goes with --mqtt"),
+        (["--all", "--mqtt", "mqtt://localhost/house/kitchen", "--fleet-dwell", "3"], "--fleet-dwell goes with --fleet"),
+        (["--all", "--mqtt", "mqtt://localhost/house", "--fleet"], "--fleet needs a prefix ROOT/ROOM"),
+        (["--all", "--mqtt", "mqtt://localhost/house/fleet", "--fleet"], "cannot be 'fleet'"),
+        (["--mqtt", "mqtt://localhost/house/kitchen", "--fleet"], "--fleet goes with --all"),
     ])
     func badGatewayOptionsAreUsageErrors(_ arguments: [String], _ message: String) async throws {
         let finished = try await BirdctlProcess.run(["watch"] + arguments, environment: [:])

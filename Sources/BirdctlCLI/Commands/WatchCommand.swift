@@ -38,6 +38,12 @@ enum WatchCommand {
             birdctl exits 11 at once; it also exits 11 if the broker has not taken
             every reading when birdctl ends (it waits while the broker makes
             progress).
+
+            Several gateways: with --all --mqtt mqtt://BROKER/ROOT/ROOM --fleet, the
+            gateways sharing ROOT agree through the broker that each bird is
+            connected by the one that hears it best; a held bird moves only when
+            another hears it --fleet-margin dB louder for --fleet-dwell seconds, or
+            when its holder dies (docs/fleet.md).
             """,
         options: [
             .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .count, .duration, .noReconnect, .notifyMethod,
