@@ -65,6 +65,9 @@ public struct FleetOwnership: Sendable {
         case release(address: String)
         /// Nothing of the bird is remembered any more.
         case forgotten(address: String)
+        /// A sensor of how loud this room hears a bird of the fleet (one with
+        /// a holder) is described to Home Assistant (true), or removed (false).
+        case hearingSensor(address: String, Bool)
     }
 
     struct Bird: Sendable {
@@ -82,6 +85,7 @@ public struct FleetOwnership: Sendable {
         var claimed = false
         var granted = false
         var linked = false
+        var hearingSensor = false
     }
 
     public let configuration: Configuration
@@ -181,7 +185,7 @@ public struct FleetOwnership: Sendable {
             bird.granted = false
         }
         birds[address] = bird
-        return actions + decide(address, now: now) + forgetIfNobodyHearsIt(address)
+        return actions + describeHearing(address) + decide(address, now: now) + forgetIfNobodyHearsIt(address)
     }
 
     // MARK: The clock
@@ -263,7 +267,15 @@ public struct FleetOwnership: Sendable {
         if let published = birds[address]?.published, abs(value - published) < 3 { return [] }
         birds[address]?.published = value
         birds[address]?.publishedAt = now
-        return [.publishHeard(address: address, rssi: value)]
+        return [.publishHeard(address: address, rssi: value)] + describeHearing(address)
+    }
+
+    /// Once a bird this room reports has a holder (it is one of the fleet's
+    /// birds, not a stranger passing by), its hearing sensor is described.
+    private mutating func describeHearing(_ address: String) -> [Action] {
+        guard let bird = birds[address], !bird.hearingSensor, bird.holder != nil, bird.published != nil else { return [] }
+        birds[address]?.hearingSensor = true
+        return [.hearingSensor(address: address, true)]
     }
 
     /// A bird nobody hears, holds or claims is not remembered.
@@ -272,6 +284,6 @@ public struct FleetOwnership: Sendable {
             !bird.linked
         else { return [] }
         birds[address] = nil
-        return [.forgotten(address: address)]
+        return (bird.hearingSensor ? [.hearingSensor(address: address, false)] : []) + [.forgotten(address: address)]
     }
 }

@@ -97,6 +97,20 @@ struct FleetGatewayTests {
         let subscriber = try await broker.subscribe(["house/hall/\(bird)/alpha"])
         _ = try await subscriber.messages(until: { $0.contains { $0.payload == "0.42" } })
 
+        // Home Assistant: one set of the bird's sensors, pointed at the holder; a
+        // Gateway sensor; how loud each room hears it (diagnostic sensors).
+        let configs = try broker.retained("homeassistant/sensor/#")
+        let alpha = try parseJSON(try #require(configs["homeassistant/sensor/birdctl_F00DB17D0001_alpha/config"]))
+        #expect(alpha["state_topic"] as? String == "house/hall/\(bird)/alpha")
+        #expect(configs.keys.filter { $0.hasSuffix("_alpha/config") }.count == 1, "\(configs.keys.sorted())")
+        let gateway = try parseJSON(try #require(configs["homeassistant/sensor/birdctl_F00DB17D0001_holder/config"]))
+        #expect(gateway["state_topic"] as? String == "house/fleet/\(bird)/holder")
+        for room in ["kitchen", "hall"] {
+            let rssi = try parseJSON(try #require(configs["homeassistant/sensor/birdctl_house_\(room)_F00DB17D0001_rssi/config"]))
+            #expect(rssi["state_topic"] as? String == "house/fleet/\(bird)/heard/\(room)")
+            #expect(rssi["unit_of_measurement"] as? String == "dBm")
+        }
+
         // Every change of holder the broker saw: kitchen, garden, hall — no flapping.
         for room in [rooms[0], rooms[2]] { room.gateway!.signal(SIGTERM) }
         for room in [rooms[0], rooms[2]] { #expect(try await room.gateway!.waitForExit() == 0) }

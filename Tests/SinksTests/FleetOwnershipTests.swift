@@ -35,7 +35,8 @@ struct FleetOwnershipTests {
         #expect(kitchen.reported("garden", -70) == [])  // still settling: what the broker retains is coming in
         #expect(kitchen.after(5) == [.claim(address: robin)])
         #expect(kitchen.after(1) == [])  // claimed once
-        #expect(kitchen.holder("kitchen") == [.grant(address: robin)])
+        // Now one of the fleet's birds: how loud this room hears it becomes a sensor.
+        #expect(kitchen.holder("kitchen") == [.grant(address: robin), .hearingSensor(address: robin, true)])
         #expect(kitchen.holder("kitchen") == [])
 
         var garden = Room("garden", others: ["kitchen"])
@@ -60,7 +61,7 @@ struct FleetOwnershipTests {
         _ = kitchen.hears(-50)
         #expect(kitchen.after(5) == [.claim(address: robin)])
         // The broker took the garden's claim after the kitchen's: the last wins.
-        #expect(kitchen.holder("kitchen") == [.grant(address: robin)])
+        #expect(kitchen.holder("kitchen") == [.grant(address: robin), .hearingSensor(address: robin, true)])
         #expect(kitchen.holder("garden") == [.dropClaim(address: robin), .release(address: robin)])
         #expect(kitchen.machine.holder(of: robin) == "garden")
         // The garden is alive and holds it: the kitchen waits for the margin and the dwell.
@@ -154,7 +155,7 @@ struct FleetOwnershipTests {
         #expect(
             kitchen.after(1) == [
                 .release(address: robin), .withdrawClaim(address: robin), .publishHeard(address: robin, rssi: nil),
-                .forgotten(address: robin),
+                .hearingSensor(address: robin, false), .forgotten(address: robin),
             ])
         #expect(kitchen.machine.birdCount == 0)
     }
@@ -172,6 +173,13 @@ struct FleetOwnershipTests {
     @Test func aClaimRetainedFromBeforeARestartIsAdopted() {
         var kitchen = Room("kitchen")
         #expect(kitchen.holder("kitchen") == [.claim(address: robin), .grant(address: robin)])
+    }
+
+    @Test func aStrangerNobodyHoldsGetsNoHearingSensor() {
+        var kitchen = Room("kitchen")
+        let heard = kitchen.hears(-95) + kitchen.reported("garden", -60)
+        #expect(!heard.contains(.hearingSensor(address: robin, true)))
+        #expect(kitchen.holder("garden").contains(.hearingSensor(address: robin, true)))
     }
 
     @Test func reportsOnlyMovesOfThreeDecibelsOrMore() {

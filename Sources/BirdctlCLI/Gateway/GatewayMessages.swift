@@ -242,6 +242,27 @@ struct GatewayMessages {
         return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
     }
 
+    /// `--fleet`: how loud this gateway hears a bird of the fleet, as a
+    /// sensor of the bird's device (available while the gateway is online).
+    func hearingDiscovery(_ address: String, fleet: FleetTopics, version: String) -> MQTTMessage {
+        let hex = address.filter { $0 != ":" }
+        let id = "birdctl_\(gatewayID)_\(hex)_rssi"
+        var device = JSONObject()
+        device.add("identifiers", .list([.string("birdctl_" + hex)]))
+        var config = JSONObject()
+        config.add("name", "RSSI \(fleet.room)")
+        config.add("unique_id", id)
+        config.add("state_topic", fleet.heardTopic(address))
+        config.add("availability_topic", statusTopic)
+        config.add("device_class", "signal_strength")
+        config.add("unit_of_measurement", "dBm")
+        config.add("state_class", "measurement")
+        config.add("entity_category", "diagnostic")
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
+    }
+
     private func topic(_ name: String) -> JSONObject {
         var object = JSONObject()
         object.add("topic", name)

@@ -221,6 +221,13 @@ final class MQTTGateway: @unchecked Sendable {
         case .grant(let address): onGrant?(address)
         case .release(let address): onRelease?(address)
         case .forgotten(let address): publisher.forgetSticky([topics.heardTopic(address)])
+        case .hearingSensor(let address, true):
+            if options.discovery { publisher.publishSticky(messages.hearingDiscovery(address, fleet: topics, version: Version.text)) }
+        case .hearingSensor(let address, false):
+            guard options.discovery else { return }
+            let config = messages.hearingDiscovery(address, fleet: topics, version: Version.text).topic
+            publisher.forgetSticky([config])
+            publisher.publish(GatewayMessages.clearing(config))
         }
     }
 
