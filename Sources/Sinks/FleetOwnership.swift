@@ -30,7 +30,8 @@ public struct FleetOwnership: Sendable {
         /// (others may have taken them over once its will was published).
         public var brokerGrace: Duration
         /// A bird this gateway has not heard (nor held) for this long: its
-        /// heard report is withdrawn, and it is forgotten once nobody reports it.
+        /// heard report is withdrawn, and it is forgotten once nobody reports
+        /// it. (A bird it claimed: after `dwell`.)
         public var silence: Duration
         /// At most this many birds remembered.
         public var maximumBirds: Int
@@ -206,7 +207,10 @@ public struct FleetOwnership: Sendable {
         }
         for address in birds.keys.sorted() {
             guard let bird = birds[address] else { continue }
-            if bird.smoothed != nil, !bird.linked, now - bird.lastHeard >= configuration.silence {
+            // A bird this room claimed but lost the link to, and no longer hears,
+            // has most likely left: its report and claim go after the dwell time.
+            let silence = bird.claimed ? configuration.dwell : configuration.silence
+            if bird.smoothed != nil, !bird.linked, now - bird.lastHeard >= silence {
                 // Gone from this room (and not held here): whoever hears it may take it at once.
                 if bird.claimed { actions += withdraw(address) }
                 birds[address]?.smoothed = nil

@@ -34,6 +34,46 @@ struct FleetGatewayTests {
         try broker.retained("house/fleet/\(bird)/holder")["house/fleet/\(bird)/holder"]
     }
 
+    /// A bird that stops advertising while held: nobody hears it, so its
+    /// holder keeps it while the link lasts; when the link goes and the holder
+    /// no longer hears it, the room that does takes it.
+    @Test func aBirdSilentWhileHeldStaysWithItsHolderUntilTheLinkGoes() async throws {
+        let broker = try MosquittoBroker()
+        var rooms: [Room] = []
+        for name in ["kitchen", "garden"] {
+            let fake = try FakeBlueZ()
+            try await fake.addBird(rssi: name == "kitchen" ? -45 : -85)
+            rooms.append(Room(name: name, fake: fake))
+        }
+        for index in rooms.indices {
+            rooms[index].gateway = try rooms[index].fake.launch(
+                "watch", "--all", "alpha", "--json", "--mqtt", broker.url(prefix: "house/\(rooms[index].name)"), "--fleet",
+                "--fleet-dwell", "3")
+        }
+        let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
+            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -87 ... -83)])
+            return try Self.holder(broker) == "kitchen"
+        }
+        #expect(claimed)
+        _ = try await rooms[0].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        // Held, it is silent: nobody hears it move to the garden. 6 s, two dwell times.
+        try await Task.sleep(for: .seconds(6))
+        #expect(try Self.holder(broker) == "kitchen")
+        let stillLinked = try await rooms[0].connected()
+        #expect(stillLinked)
+        // Out of the kitchen's range: the link drops and the kitchen hears it no more.
+        try await rooms[0].fake.call("SetVisible", .string(bird), .bool(false))
+        try await rooms[0].fake.call("DropLink", .string(bird))
+        let moved = try await poll(within: .seconds(30), every: .milliseconds(200)) {
+            try await rooms[1].fake.call("SetRSSI", .string(bird), .int16(Int16.random(in: -52 ... -48)))
+            return try Self.holder(broker) == "garden"
+        }
+        #expect(moved, "\(rooms[0].gateway!.stderr)")
+        _ = try await rooms[1].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        for room in rooms { room.gateway!.signal(SIGTERM) }
+        for room in rooms { #expect(try await room.gateway!.waitForExit() == 0) }
+    }
+
     @Test func oneHolderThroughAWalkWithNoiseAndAnotherWhenItDies() async throws {
         let broker = try MosquittoBroker()
         var rooms: [Room] = []
