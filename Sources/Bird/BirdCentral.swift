@@ -74,6 +74,11 @@ public struct BirdCentral: Sendable {
         }
     }
 
+    /// The bird this machine has a link to (upper case), if any.
+    public var linkedAddress: String? {
+        if case .onLink(let link) = phase { link.peripheral.address.uppercased() } else { nil }
+    }
+
     /// The peripheral being paired with at `device`, if this machine is pairing it.
     public func pairing(_ device: ObjectPath) -> Peripheral? {
         if case .onLink(let link) = phase { link.pairing(device) } else { nil }
@@ -187,6 +192,12 @@ public struct BirdCentral: Sendable {
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
         let linked = withFinder { $0.servicesResolved(device: device) }
         return linked + withLink { $0.servicesResolved(device: device, characteristics: characteristics) }
+    }
+
+    /// A watch writes `value` on the link it streams on (see `BirdLink.writeRequested`).
+    /// Without a link, nothing happens: the caller knows the bird is not connected.
+    public mutating func writeRequested(_ value: BirdValue) -> [Action] {
+        withLink { $0.writeRequested(value) }
     }
 
     /// The write (with response) of `set` completed.

@@ -172,6 +172,15 @@ public final class CentralDriver: @unchecked Sendable {
         return client.tree.mtu(ofCharacteristic: characteristic)
     }
 
+    /// Writes `value` to the bird at `address` on the link a watch holds (on
+    /// the loop); the answer is a `written` report. False if no machine follows it.
+    public func write(_ address: String, _ value: BirdValue) -> Bool {
+        loop.assertInLoop()
+        guard !core.isFinished, let actions = fleet.writeRequested(address, value) else { return false }
+        for action in actions { perform(action) }
+        return true
+    }
+
     /// A gateway of a fleet holds the bird now: it may be connected (on the loop).
     public func grant(_ address: String) { apply { $0.grant(address) } }
 

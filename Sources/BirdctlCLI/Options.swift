@@ -96,6 +96,9 @@ extension Option {
         "--mqtt-buffer-bytes", "the same bound in bytes, topic + payload + 64 each",
         .integer(label: "N", range: 4096...(1 << 40), default: MQTTSettings.defaultBufferByteCapacity, inBytes: true))
     static let noDiscovery = Option("--no-discovery", "publish no Home Assistant discovery configs")
+    static let mqttWriteTTL = Option(
+        "--mqtt-write-ttl", "how long a write from MQTT (PREFIX/ADDRESS/FIELD/set) waits for its bird to be connected",
+        .seconds(default: GatewayCommands.Configuration().timeToLive, minimum: .milliseconds(100)))
     /// `FleetOwnership`'s defaults, as the Sinks layer declares them.
     static let fleetDefaults = FleetOwnership.Configuration(room: "")
     static let fleet = Option(

@@ -215,14 +215,15 @@ struct GatewayReadBackTests {
         let topics = [
             "gw/status", "gw/\(robin)", "gw/\(robin)/alpha", "gw/\(robin)/status", "gw/F0:0D:B1:7D:00:02/name",
             "homeassistant/binary_sensor/birdctl_gw/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config",
-            "homeassistant/sensor/birdctl_gw_f00db17d0002_name/config",
+            "homeassistant/sensor/birdctl_gw_f00db17d0002_name/config", "homeassistant/number/birdctl_gw_F00DB17D0001_alpha_set/config",
             // Not this gateway's: a gateway under its prefix, another, a look-alike, anyone's.
             "gw/nested/status", "gw/nested/\(robin)/alpha", "homeassistant/sensor/birdctl_gw_nested_F00DB17D0001_alpha/config",
             "homeassistant/sensor/birdctl_gwx_F00DB17D0001_alpha/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_size/config",
             "homeassistant/sensor/birdctl_gw_F00DB17D000Z_alpha/config", "gw/notes", "homeassistant/sensor/thermo/config",
+            "homeassistant/number/birdctl_gw_F00DB17D0001_alpha/config", "homeassistant/light/birdctl_gw_F00DB17D0001_alpha_set/config",
         ]
-        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<8]))
-        #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6]])
+        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<9]))
+        #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6], topics[8]])
         #expect(gateway.topicsToClear(topics, onlyBirds: ["F0:0D:B1:7D:00:02"]) == [topics[4], topics[7]])
     }
 }

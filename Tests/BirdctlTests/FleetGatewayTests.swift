@@ -137,6 +137,16 @@ struct FleetGatewayTests {
         let subscriber = try await broker.subscribe(["house/hall/\(bird)/alpha"])
         _ = try await subscriber.messages(until: { $0.contains { $0.payload == "0.42" } })
 
+        // A write from MQTT lands once, through the holder.
+        let results = try await broker.subscribe(["house/fleet/\(bird)/+/result"])
+        try broker.publish("house/fleet/\(bird)/alpha/set", "33")
+        let answered = try await results.messages(until: { !$0.isEmpty })
+        let result = try parseJSON(try #require(answered.first?.payload))
+        #expect(result["ok"] as? Bool == true && result["gateway"] as? String == "house/hall", "\(result)")
+        for (room, writes) in zip(rooms, [0, 0, 1]) {
+            #expect(try await room.fake.calls().filter { $0.hasPrefix("WriteValue ") }.count == writes, "\(room.name)")
+        }
+
         // Home Assistant: one set of the bird's sensors, pointed at the holder; a
         // Gateway sensor; how loud each room hears it (diagnostic sensors).
         let configs = try broker.retained("homeassistant/sensor/#")

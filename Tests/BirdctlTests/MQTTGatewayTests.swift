@@ -96,7 +96,10 @@ struct MQTTGatewayTests {
             #expect(finished.status == 0, "\(finished.stderr)")
         }
         let before = try broker.retained("#")
-        let ours = ["gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D"]
+        let ours = [
+            "gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D",
+            "homeassistant/number/birdctl_gw_F00D", "homeassistant/text/birdctl_gw_F00D",
+        ]
         let others = before.filter { topic in !topic.key.hasPrefix("birdctl-test/") && !ours.contains { topic.key.hasPrefix($0) } }
         #expect(others.keys.contains("gw/nested/status") && others.keys.contains("other/\(bird)/alpha"))
         #expect(before["homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"] != nil)

@@ -49,7 +49,7 @@ enum WatchCommand {
             .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .count, .duration, .noReconnect, .notifyMethod,
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
-            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
+            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .mqttWriteTTL, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
             .quiet, .help,
         ],
         run: run)
@@ -122,6 +122,7 @@ enum WatchCommand {
                 session.onBusLost = { ending.end(.busLost) }
             }
             gateway?.onFailure = driver.stop
+            gateway?.onWrite = { [unowned driver] in driver.write($0, $1) }
             if let gateway, gatewayOptions?.fleet != nil {
                 driver.onHeard = { [unowned gateway] address, rssi in gateway.heard(address, rssi: rssi) }
                 gateway.onGrant = { [unowned driver] in driver.grant($0) }

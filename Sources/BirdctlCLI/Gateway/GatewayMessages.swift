@@ -62,6 +62,40 @@ struct GatewayMessages {
         MQTTMessage("\(prefix)/\(address)/status", online ? "online" : "offline", retain: true)
     }
 
+    // MARK: Writes from MQTT
+
+    /// Where commands come in: `PREFIX/ADDRESS/FIELD/set`, or in a fleet
+    /// `ROOT/fleet/ADDRESS/FIELD/set` (whoever holds the bird carries it out).
+    var commandFilter: String { commandRoot + "/+/+/set" }
+    private var commandRoot: String { fleet.map { "\($0.root)/\(FleetTopics.shared)" } ?? prefix }
+
+    func commandTopic(_ address: String, _ field: BirdField) -> String { "\(commandRoot)/\(address)/\(field.rawValue)/set" }
+
+    /// The bird and field a command is for, or nil for any other topic.
+    func command(_ topic: String) -> (address: String, field: BirdField)? {
+        guard topic.hasPrefix(commandRoot + "/"), topic.hasSuffix("/set") else { return nil }
+        let levels = topic.dropFirst(commandRoot.count + 1).dropLast("/set".count).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2, Arguments.isAddress(String(levels[0])), let field = BirdField(rawValue: String(levels[1])) else {
+            return nil
+        }
+        return (levels[0].uppercased(), field)
+    }
+
+    /// A command's result (not retained): `{"ok":true,"value":…}` or `{"ok":false,"message":…}`, and the gateway.
+    func commandResult(_ address: String, _ field: BirdField, _ result: GatewayCommands.Result) -> MQTTMessage {
+        var object = JSONObject()
+        switch result {
+        case .written(let value):
+            object.add("ok", .bool(true))
+            object.add("value", ReportFormatter.jsonValue(value))
+        case .failed(let reason):
+            object.add("ok", .bool(false))
+            object.add("message", reason)
+        }
+        object.add("gateway", prefix)
+        return MQTTMessage("\(commandRoot)/\(address)/\(field.rawValue)/result", object.rendered, retain: false)
+    }
+
     /// `PREFIX/+/status`: every bird's availability under this prefix.
     var birdStatusFilter: String { prefix + "/+/status" }
 
@@ -132,14 +166,20 @@ struct GatewayMessages {
 
     private func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
 
-    /// Where this gateway's sensors' configs are (every one of any bird).
-    static let sensorDiscoveryFilter = "homeassistant/sensor/+/config"
+    /// Where this gateway's sensors' and controls' configs are (every one of any bird).
+    static let birdDiscoveryFilters = ["homeassistant/sensor/+/config", "homeassistant/number/+/config", "homeassistant/text/+/config"]
 
-    /// The bird whose sensor config of this gateway is at `topic`, or nil.
+    /// The bird whose sensor or control config of this gateway is at `topic`, or nil.
     func birdOfSensorConfig(_ topic: String) -> String? {
-        let head = "homeassistant/sensor/birdctl_\(gatewayID)_"
-        guard topic.hasPrefix(head), topic.hasSuffix("/config") else { return nil }
-        let id = topic.dropFirst(head.count).dropLast("/config".count)
+        guard topic.hasSuffix("/config"),
+            let kind = ["sensor", "number", "text"].first(where: { topic.hasPrefix("homeassistant/\($0)/birdctl_\(gatewayID)_") })
+        else { return nil }
+        let head = "homeassistant/\(kind)/birdctl_\(gatewayID)_"
+        var id = topic.dropFirst(head.count).dropLast("/config".count)
+        if kind != "sensor" {
+            guard id.hasSuffix("_set") else { return nil }
+            id = id.dropLast("_set".count)
+        }
         guard id.count > 13, let underscore = id.firstIndex(of: "_"), id.distance(from: id.startIndex, to: underscore) == 12,
             BirdField(rawValue: String(id[id.index(after: underscore)...])) != nil
         else { return nil }
@@ -161,14 +201,25 @@ struct GatewayMessages {
     func retainedTopics(of address: String) -> [String] {
         // In a fleet the sensors are the fleet's: another gateway may hold the bird now.
         ["\(prefix)/\(address)"] + BirdField.allCases.map { "\(prefix)/\(address)/\($0.rawValue)" }
-            + ["\(prefix)/\(address)/status"] + (fleet == nil ? BirdField.allCases.map { sensorTopic(sensorID(address, $0)) } : [])
+            + ["\(prefix)/\(address)/status"]
+            + (fleet == nil ? BirdField.allCases.map { sensorTopic(sensorID(address, $0)) } + controlTopics(address) : [])
     }
 
-    /// `--fleet`: the configs of the bird's sensors (the fleet's), which its holder publishes.
+    /// `--fleet`: the configs of the bird's sensors and controls (the fleet's), which its holder publishes.
     func sharedDiscoveryTopics(of address: String) -> [String] {
         guard fleet != nil else { return [] }
         return (BirdField.allCases.map { sensorID(address, $0) } + ["birdctl_\(address.filter { $0 != ":" })_holder"]).map(sensorTopic)
+            + controlTopics(address)
     }
+
+    /// The configs of the bird's controls (one per field).
+    private func controlTopics(_ address: String) -> [String] {
+        BirdField.allCases.map { "homeassistant/\(Self.controlKind($0))/\(sensorID(address, $0))_set/config" }
+    }
+
+    /// A `number` in % for alpha; `text` for the name and the colour (a
+    /// light's RGB would make a bird a lamp in Home Assistant's eyes).
+    private static func controlKind(_ field: BirdField) -> String { field == .alpha ? "number" : "text" }
 
     /// Of the retained `topics` (under the prefix and the discovery configs),
     /// this gateway's: all of them, or only those of `onlyBirds`.
@@ -226,7 +277,36 @@ struct GatewayMessages {
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
             return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
-        } + (fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? [])
+        } + BirdField.allCases.map { controlDiscovery(address, $0, device: device, version: version) } + (fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? [])
+    }
+
+    /// A control that writes the field through MQTT, available like the sensors.
+    private func controlDiscovery(_ address: String, _ field: BirdField, device: JSONObject, version: String) -> MQTTMessage {
+        let id = sensorID(address, field) + "_set"
+        var config = JSONObject()
+        config.add("name", "Set " + field.rawValue)
+        config.add("unique_id", id)
+        config.add("command_topic", commandTopic(address, field))
+        config.add("state_topic", "\(prefix)/\(address)/\(field.rawValue)")
+        config.add("availability", .array([topic(statusTopic), topic("\(prefix)/\(address)/status")]))
+        config.add("availability_mode", "all")
+        switch field {
+        case .alpha:
+            config.add("min", .integer(0))
+            config.add("max", .integer(100))
+            config.add("step", .integer(1))
+            config.add("mode", "slider")
+            config.add("unit_of_measurement", "%")
+            config.add("value_template", "{{ (value | float * 100) | round(0) | int }}")
+            config.add("command_template", "{{ value | int }}")
+        case .name:
+            config.add("max", .integer(Sighting.maximumNameBytes))
+        case .color:
+            config.add("pattern", "^#?[0-9A-Fa-f]{6}([0-9A-Fa-f]{2})?$")
+        }
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage("homeassistant/\(Self.controlKind(field))/\(id)/config", config.rendered, retain: true)
     }
 
     /// `--fleet`: which gateway (room) holds the bird, as a sensor of the bird.

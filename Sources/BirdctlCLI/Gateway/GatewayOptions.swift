@@ -13,6 +13,8 @@ struct GatewayOptions {
     /// birds; this one is the prefix's last level (ROOM).
     var fleet: FleetOwnership.Configuration?
     var fleetRoot: String?
+    /// How long a write from MQTT waits for its bird.
+    var writeTimeToLive: Duration = .seconds(60)
     /// Where the broker is, for messages (`mqtt://host:port`).
     var brokerDescription: String
     /// For stderr, before anything is sent: a password at risk.
@@ -26,6 +28,7 @@ struct GatewayOptions {
         guard let url = arguments.value(.mqtt) else {
             let companions: [Option] = [
                 .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .fleetMargin, .fleetDwell,
+                .mqttWriteTTL,
             ]
             if let stray = companions.first(where: { arguments.value($0) != nil })
                 ?? [Option.noDiscovery, .fleet].first(where: { arguments.has($0) })
@@ -40,6 +43,7 @@ struct GatewayOptions {
         brokerDescription = "\(target.secure ? "mqtts" : "mqtt")://\(target.host):\(target.port)"
         discovery = !arguments.has(.noDiscovery)
         (fleetRoot, fleet) = try Self.fleet(arguments, prefix: prefix)
+        writeTimeToLive = arguments.deadline(.mqttWriteTTL)
         settings.bufferCapacity = arguments.integer(.mqttBuffer) ?? settings.bufferCapacity
         settings.bufferByteCapacity = arguments.integer(.mqttBufferBytes) ?? settings.bufferByteCapacity
 

@@ -36,9 +36,15 @@ final class MQTTGateway: @unchecked Sendable {
     var onGrant: ((String) -> Void)?
     var onRelease: ((String) -> Void)?
 
+    /// Writes asked for over MQTT; `onWrite` carries one out on the bird's
+    /// link (false: no link to it), answered by a `written` report.
+    private var commands: GatewayCommands
+    var onWrite: ((String, BirdValue) -> Bool)?
+
     init(_ options: GatewayOptions, loop: EventLoop) {
         self.options = options
         machine = GatewayMachine(.init(discovery: options.discovery, shared: options.fleet != nil))
+        commands = GatewayCommands(.init(timeToLive: options.writeTimeToLive))
         self.loop = loop
         if let fleet = options.fleet, let root = options.fleetRoot {
             ownership = FleetOwnership(fleet)
@@ -55,7 +61,7 @@ final class MQTTGateway: @unchecked Sendable {
         // At every connect: what the broker says of our birds' availability,
         // to correct what a gateway that died left (its will covers only
         // PREFIX/status).
-        settings.subscriptions = [messages.birdStatusFilter] + (fleetTopics?.filters ?? [])
+        settings.subscriptions = [messages.birdStatusFilter, messages.commandFilter] + (fleetTopics?.filters ?? [])
         let publisher: MQTTPublisher
         do throws(MQTTError) {
             publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
@@ -66,7 +72,7 @@ final class MQTTGateway: @unchecked Sendable {
         perform(machine.start())
         publisher.start()
         loop.addBeforePollHook { [weak self] in self?.wakeUpEnds() }
-        if ownership != nil { scheduleFleetTick() }
+        scheduleTick()
     }
 
     // MARK: Events (on the loop)
@@ -76,6 +82,7 @@ final class MQTTGateway: @unchecked Sendable {
         guard publisher != nil else { return }
         if case .reading(let peripheral, let value, _, _) = report {
             // The hot path: no action array, no publication.
+            if commands.hasPending { perform(commands.streams(peripheral.address)) }
             switch machine.reading(peripheral.address, value) {
             case .publishValue: break
             case .forgetStickyThenPublishValue(let forgotten): perform(.forgetSticky(addresses: forgotten))
@@ -85,11 +92,18 @@ final class MQTTGateway: @unchecked Sendable {
             return
         }
         switch report {
-        case .connected(let peripheral): fleet { $0.linked(peripheral.address, true, now: $1) }
+        case .connected(let peripheral):
+            // Writes may go from now on (one refused as not ready yet goes again at the next reading).
+            perform(commands.streams(peripheral.address.uppercased()))
+            fleet { $0.linked(peripheral.address, true, now: $1) }
         case .disconnected(let peripheral):
+            perform(commands.disconnected(peripheral.address))
             fleet { $0.linked(peripheral.address, false, now: $1) }
             // The next holder publishes the fleet's sensors of the bird: ours must not come back after a reconnect.
             if ownership != nil { publisher?.forgetSticky(Set(messages.sharedDiscoveryTopics(of: peripheral.address))) }
+        case .written(let peripheral, let value, let failure):
+            perform(commands.written(
+                peripheral.address.uppercased(), value, failure: failure.map { "\($0)" }, retry: failure?.kind == .notReady))
         default: break
         }
         perform(machine.report(report))
@@ -201,11 +215,38 @@ final class MQTTGateway: @unchecked Sendable {
         for action in actions { perform(action) }
     }
 
-    private func scheduleFleetTick() {
+    /// Once a second: the fleet's dwell times and silences, the writes' time to live.
+    private func scheduleTick() {
         _ = loop.schedule(after: .seconds(1)) { [weak self] in
             guard let self, machine.isRunning else { return }
             fleet { $0.tick(now: $1) }
-            scheduleFleetTick()
+            perform(commands.tick(now: now))
+            scheduleTick()
+        }
+    }
+
+    // MARK: Writes from MQTT (on the loop)
+
+    /// A command from the broker: validated with `birdctl set`'s rules; in a
+    /// fleet, only the bird's holder (or every gateway, while none holds it) takes it.
+    private func command(_ address: String, _ field: BirdField, _ payload: [UInt8]) {
+        guard machine.isRunning else { return }
+        if let ownership, let holder = ownership.holder(of: address), holder != ownership.configuration.room { return }
+        let value = payload.count <= 1024 ? BirdCodec.decode(field, payload) : .failure(BirdValueError(field: field, raw: [], reason: "over 1024 bytes"))
+        perform(commands.requested(address, field, value, now: now))
+    }
+
+    private func perform(_ actions: [GatewayCommands.Action]) {
+        for action in actions {
+            switch action {
+            case .write(let address, let value):
+                if onWrite?(address, value) != true {
+                    // No machine follows the bird (yet): it waits for its next reading.
+                    perform(commands.written(address, value, failure: nil, retry: true))
+                }
+            case .result(let address, let field, let result):
+                publisher?.publish(messages.commandResult(address, field, result))
+            }
         }
     }
 
@@ -219,7 +260,9 @@ final class MQTTGateway: @unchecked Sendable {
             publisher.forgetSticky([topics.holderTopic(address)])
             publisher.publish(GatewayMessages.clearing(topics.holderTopic(address)))
         case .grant(let address): onGrant?(address)
-        case .release(let address): onRelease?(address)
+        case .release(let address):
+            perform(commands.handedOver(address))
+            onRelease?(address)
         case .forgotten(let address): publisher.forgetSticky([topics.heardTopic(address)])
         case .hearingSensor(let address, true):
             if options.discovery { publisher.publishSticky(messages.hearingDiscovery(address, fleet: topics, version: Version.text)) }
@@ -258,6 +301,12 @@ final class MQTTGateway: @unchecked Sendable {
         case .received(let message):
             if let fleetMessage = fleetTopics?.parse(message) {
                 loop.execute { [self] in received(fleetMessage) }
+                return
+            }
+            // A retained command would be carried out again at every connect: commands are not retained.
+            if !message.retain, let (address, field) = messages.command(message.topic) {
+                let payload = Array(message.payload)
+                loop.execute { [self] in command(address, field, payload) }
                 return
             }
             guard let address = messages.retainedOnline(message) else { return }
