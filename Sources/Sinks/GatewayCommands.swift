@@ -95,6 +95,13 @@ public struct GatewayCommands: Sendable {
         return fail(address, onlyInFlight: false, "another gateway holds the bird now")
     }
 
+    /// Another gateway came to hold a bird this one never held: it answers
+    /// the writes that waited here too, so these go without a result.
+    public mutating func answeredElsewhere(_ address: String) {
+        guard let fields = pending[address], !fields.values.contains(where: \.inFlight) else { return }
+        pending[address] = nil
+    }
+
     /// The central's answer to a write (`written` report).
     public mutating func written(_ address: String, _ value: BirdValue, failure: String?, retry: Bool) -> [Action] {
         guard let entry = pending[address]?[value.field], entry.inFlight else { return [] }

@@ -77,6 +77,14 @@ struct GatewayCommandsTests {
         #expect(!commands.hasPending)
     }
 
+    @Test func writesWaitingForABirdAnotherGatewayCameToHoldGoWithoutAResult() {
+        var commands = GatewayCommands()
+        _ = commands.requested(robin, .alpha, .success(half), now: .zero)
+        commands.answeredElsewhere(robin)
+        #expect(!commands.hasPending)
+        #expect(commands.tick(now: .seconds(3600)) == [])
+    }
+
     @Test func aWriteRefusedAsNotReadyIsTriedAgainAtTheNextReading() {
         var commands = streaming()
         _ = commands.requested(robin, .alpha, .success(half), now: .zero)

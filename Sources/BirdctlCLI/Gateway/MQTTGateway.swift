@@ -277,7 +277,9 @@ final class MQTTGateway: @unchecked Sendable {
     private func received(_ message: FleetTopics.Received) {
         switch message {
         case .gatewayStatus(let room, let online): fleet { $0.gatewayStatus(room, online: online, now: $1) }
-        case .holder(let address, let room): fleet { $0.reportedHolder(address, room, now: $1) }
+        case .holder(let address, let room):
+            if let room, room != fleetTopics?.room { commands.answeredElsewhere(address) }
+            fleet { $0.reportedHolder(address, room, now: $1) }
         case .heard(let address, let room, let rssi): fleet { $0.reportedHeard(address, by: room, rssi: rssi, now: $1) }
         }
     }
