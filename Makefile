@@ -161,8 +161,8 @@ static-link: deps
 
 # Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
 # under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
-# installing and packaging, and the real-BlueZ scenarios in a VM.
-test: test-unit fuzz-regress sanitize test-install test-vm
+# installing and packaging, Home Assistant, and the real-BlueZ scenarios in a VM.
+test: test-unit fuzz-regress sanitize test-install test-ha test-vm
 
 test-unit: deps
 	$(SWIFT) build --build-tests
