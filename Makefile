@@ -20,8 +20,8 @@
 #                      passers-by, links lost, broker and bluetoothd restarted in turn every
 #                      SOAK_EVENT_SECONDS (60); every reading on the broker, memory and fds flat
 #
-# The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
-# deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, static-link,
+# The other targets (test-unit, test-vm, test-install, test-ha, sanitize, fuzz-regress,
+# deps-vm, deps-bench, deps-install, deps-ha, bench-venv, bench-fake, bench-system, static-link,
 # link-order, clean) are parts of these.
 
 SHELL := /bin/bash
@@ -53,10 +53,15 @@ TRIXIE_INPUTS := fixtures/vm/trixie.recipe fixtures/vm/bumble-requirements.txt f
 VM_PLATFORMS ?= trixie bookworm
 VM_PLATFORM ?= trixie
 
+# The Home Assistant tier: Home Assistant Core in a venv pinned by
+# fixtures/ha/requirements.txt (made again when that file changes).
+HA_PACKAGES := python3-venv
+HA_VENV := .build/ha/venv
+
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link link-order demo soak soak-service test test-unit test-vm \
+.PHONY: help deps deps-vm deps-bench deps-install deps-ha test-ha apt-packages build release static-link link-order demo soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
@@ -80,6 +85,13 @@ deps-bench:
 
 deps-install:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(INSTALL_TEST_PACKAGES)"
+
+deps-ha:
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(HA_PACKAGES)"
+	@cmp -s fixtures/ha/requirements.txt $(HA_VENV)/requirements.txt || { \
+	  rm -rf $(HA_VENV) && /usr/bin/python3 -m venv $(HA_VENV) && \
+	  $(HA_VENV)/bin/pip install -q --disable-pip-version-check -r fixtures/ha/requirements.txt && \
+	  cp fixtures/ha/requirements.txt $(HA_VENV)/requirements.txt; }
 
 # Installs the Debian packages in PACKAGES that are missing (as root).
 apt-packages:
@@ -149,8 +161,8 @@ static-link: deps
 
 # Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
 # under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
-# installing and packaging, and the real-BlueZ scenarios in a VM.
-test: test-unit fuzz-regress sanitize test-install test-vm
+# installing and packaging, Home Assistant, and the real-BlueZ scenarios in a VM.
+test: test-unit fuzz-regress sanitize test-install test-ha test-vm
 
 test-unit: deps
 	$(SWIFT) build --build-tests
@@ -212,6 +224,12 @@ fuzz-regress: fuzz-build
 	    || { cat $(FUZZ_BUILD)/$$t.log; exit 1; }; \
 	  echo "fuzz-regress: $$t: $$(wc -w <<< "$$inputs") kept inputs pass"; \
 	done
+
+# birdctl's MQTT gateway as Home Assistant's users see it: the release build
+# against a real mosquitto and Home Assistant Core 2024.3.3, through Home
+# Assistant's REST and websocket API (fixtures/ha/check_ha.py; docs/testing.md).
+test-ha: deps-ha release
+	fixtures/in-own-session.sh $(HA_VENV)/bin/python fixtures/ha/check_ha.py $(RELEASE) .build/ha/run
 
 # Boots a VM with real bluetoothd and emulated controllers and shows birdctl
 # scan and watch of a simulated bird (about a minute after the install).
