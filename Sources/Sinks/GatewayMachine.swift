@@ -11,6 +11,9 @@ public struct GatewayMachine: Sendable {
     /// What to publish, before it is a topic and bytes.
     public enum Publication: Hashable, Sendable {
         case gatewayStatus(online: Bool)
+        /// Not retained, to the gateway itself: once it comes back, every
+        /// retained bird status the broker held has arrived (and been corrected).
+        case probe
         case gatewayDiscovery
         case birdStatus(address: String, online: Bool)
         /// The bird's sensors' discovery configs.
@@ -92,6 +95,8 @@ public struct GatewayMachine: Sendable {
     /// order of their first such reading.
     private var stateDue: [String] = []
     private var phase = Phase.idle
+    /// The gateway said `online` (after its first probe came back).
+    private var announced = false
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -104,10 +109,24 @@ public struct GatewayMachine: Sendable {
 
     // MARK: Events
 
+    /// The gateway's `online` waits for the probe: a gateway killed while it
+    /// held birds left their statuses `online`, and Home Assistant would show
+    /// them available (with their old values) between this gateway's
+    /// `online` and its corrections. Until then the broker holds `offline`
+    /// (the will, or the last clean exit).
     public mutating func start() -> [Action] {
         guard case .idle = phase else { return [] }
         phase = .running
-        return [.publishSticky(.gatewayStatus(online: true))] + (configuration.discovery ? [.publishSticky(.gatewayDiscovery)] : [])
+        return (configuration.discovery ? [.publishSticky(.gatewayDiscovery)] : []) + [.publish(.probe)]
+    }
+
+    /// The probe came back: every retained bird status has been seen, the
+    /// stale ones corrected; the gateway is online from now on (sticky: sent
+    /// again at every reconnect, after the birds' statuses).
+    public mutating func probeReturned() -> [Action] {
+        guard isRunning, !announced else { return [] }
+        announced = true
+        return [.publishSticky(.gatewayStatus(online: true))]
     }
 
     /// A reading: its value goes out at once and its bird's state is due.

@@ -85,7 +85,7 @@ struct GatewayOptionsTests {
         let alpha = try #require(configs.first { $0.topic.hasSuffix("_alpha/config") })
         let text = String(decoding: alpha.payload, as: UTF8.self)
         #expect(text.contains(#""unit_of_measurement":"%""#), "\(text)")
-        #expect(text.contains(#""value_template":"{{ (value | float * 100) | round(0) | int }}""#), "\(text)")
+        #expect(text.contains(#""value_template":"{{ (value | float * 100) | round(0) | int if value else '' }}""#), "\(text)")
         #expect(!String(decoding: configs[0].payload, as: UTF8.self).contains("unit_of_measurement"), "the name has no unit")
         let gateway = String(decoding: messages.gatewayDiscovery(version: "1").payload, as: UTF8.self)
         #expect(gateway.contains(#""name":"birdctl kitchen""#), "\(gateway)")

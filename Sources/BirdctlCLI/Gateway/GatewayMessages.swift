@@ -24,11 +24,21 @@ struct GatewayMessages {
     /// `--fleet`: a bird has one set of entities in the whole fleet, whose
     /// configs its holder publishes (pointing at its own topics).
     let fleet: FleetTopics?
+    /// This run's probe payload (`GatewayMachine.Publication.probe`).
+    let probeToken: String
 
     init(prefix: String, fleet: FleetTopics? = nil) {
         self.prefix = prefix
         gatewayID = GatewayOptions.gatewayID(prefix)
         self.fleet = fleet
+        probeToken = String(UInt64.random(in: .min ... .max), radix: 16)
+    }
+
+    var probeTopic: String { prefix + "/probe" }
+
+    /// Whether `message` is this run's probe, back from the broker.
+    func isProbe(_ message: MQTTMessage) -> Bool {
+        message.topic == probeTopic && message.payload.elementsEqual(probeToken.utf8)
     }
 
     var statusTopic: String { prefix + "/status" }
@@ -37,6 +47,7 @@ struct GatewayMessages {
     func render(_ publication: GatewayMachine.Publication, events: ReportFormatter, version: String) -> [MQTTMessage] {
         switch publication {
         case .gatewayStatus(let online): return [gatewayStatus(online: online)]
+        case .probe: return [MQTTMessage(probeTopic, probeToken, retain: false)]
         case .gatewayDiscovery: return [gatewayDiscovery(version: version)]
         case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
         case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
@@ -269,10 +280,11 @@ struct GatewayMessages {
             case .color: config.add("icon", "mdi:palette")
             case .alpha:
                 // The topic has the fraction `--json` has (0.8); people read 80 %.
+                // An empty payload (the topic cleared) is no state, not a template error.
                 config.add("icon", "mdi:circle-opacity")
                 config.add("state_class", "measurement")
                 config.add("unit_of_measurement", "%")
-                config.add("value_template", "{{ (value | float * 100) | round(0) | int }}")
+                config.add("value_template", "{{ (value | float * 100) | round(0) | int if value else '' }}")
             }
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
@@ -297,7 +309,7 @@ struct GatewayMessages {
             config.add("step", .integer(1))
             config.add("mode", "slider")
             config.add("unit_of_measurement", "%")
-            config.add("value_template", "{{ (value | float * 100) | round(0) | int }}")
+            config.add("value_template", "{{ (value | float * 100) | round(0) | int if value else '' }}")
             config.add("command_template", "{{ value | int }}")
         case .name:
             config.add("max", .integer(Sighting.maximumNameBytes))

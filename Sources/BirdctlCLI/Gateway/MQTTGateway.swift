@@ -61,7 +61,9 @@ final class MQTTGateway: @unchecked Sendable {
         // At every connect: what the broker says of our birds' availability,
         // to correct what a gateway that died left (its will covers only
         // PREFIX/status).
+        // The probe last: its echo comes after every retained status.
         settings.subscriptions = [messages.birdStatusFilter, messages.commandFilter] + (fleetTopics?.filters ?? [])
+            + [messages.probeTopic]
         let publisher: MQTTPublisher
         do throws(MQTTError) {
             publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
@@ -301,6 +303,10 @@ final class MQTTGateway: @unchecked Sendable {
         case .failed(let error):
             loop.execute { [self] in fail(error) }
         case .received(let message):
+            if messages.isProbe(message) {
+                loop.execute { [self] in perform(machine.probeReturned()) }
+                return
+            }
             if let fleetMessage = fleetTopics?.parse(message) {
                 loop.execute { [self] in received(fleetMessage) }
                 return
