@@ -22,7 +22,7 @@
 #
 # The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
 # deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, static-link,
-# link-order, clean) are parts of these.
+# link-order, link-order-check, clean) are parts of these.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -56,7 +56,7 @@ VM_PLATFORM ?= trixie
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link link-order demo soak soak-service test test-unit test-vm \
+.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link link-order link-order-check demo soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
@@ -127,10 +127,18 @@ release: deps static-link
 # Regenerates dist/link/symbol-order.txt: the functions the release build runs
 # at start, read, scan and watch (callgrind, against the fake BlueZ; see
 # bench/link_order.py), then links again with it. Worth redoing when those
-# paths change; a stale list only places less of the code together.
+# paths change; a stale list only places less of the code together, and
+# link-order-check (part of make test) fails then.
 link-order: deps-bench release
 	/usr/bin/python3 bench/link_order.py $(RELEASE) dist/link/symbol-order.txt
 	rm -f $(RELEASE) && $(MAKE) --no-print-directory release
+
+# Traces the release build as link-order does and fails when
+# dist/link/symbol-order.txt names functions the binary no longer has, or lacks
+# functions it runs, beyond a tolerance (bench/link_order.py); leaves the
+# fresh list in .build/link-order/.
+link-order-check: deps-bench release
+	/usr/bin/python3 bench/link_order.py --check $(RELEASE) dist/link/symbol-order.txt
 
 # Static archives put ahead of the system's shared libraries for the release
 # link: a dbus-1.pc whose -L names this directory comes first on the link line,
@@ -149,8 +157,9 @@ static-link: deps
 
 # Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
 # under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
-# installing and packaging, and the real-BlueZ scenarios in a VM.
-test: test-unit fuzz-regress sanitize test-install test-vm
+# installing and packaging, the real-BlueZ scenarios in a VM, and the release
+# link's symbol order against what the release build runs.
+test: test-unit fuzz-regress sanitize test-install test-vm link-order-check
 
 test-unit: deps
 	$(SWIFT) build --build-tests
