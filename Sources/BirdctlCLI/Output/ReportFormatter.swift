@@ -35,7 +35,9 @@ struct ReportFormatter {
         line += styled(value).utf8
     }
 
-    /// Two spaces, byte by byte: appending a shared array cost ~90 instructions.
+    /// Two spaces, byte by byte: appending a shared array cost its lazy
+    /// global, a retain and a generic append per gap (docs/performance.md,
+    /// 'The signal path').
     private static func appendGap(to line: inout [UInt8]) {
         line.append(UInt8(ascii: " "))
         line.append(UInt8(ascii: " "))
