@@ -347,6 +347,16 @@ struct BirdLink: Sendable {
         return .next(report(field, raw, from: link, notified: true))
     }
 
+    /// A notification while streaming that changes nothing of the link (a
+    /// value that decodes and cannot have been cut at the MTU): its report,
+    /// or nil when `valueChanged` must handle it.
+    func plainNotification(_ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int?) -> [Action]? {
+        guard case .streaming(let link) = state, let field = link.field(of: characteristic) else { return nil }
+        if let mtu, mtu > 3, raw.count >= mtu - 3 { return nil }
+        guard case .success(let value) = BirdCodec.decode(field, raw) else { return nil }
+        return [.report(.reading(link.peripheral, value, raw: raw, notified: true))]
+    }
+
     private mutating func report(_ field: BirdField, _ raw: [UInt8], from link: Link, notified: Bool) -> [Action] {
         switch BirdCodec.decode(field, raw) {
         case .success(let value):
