@@ -258,7 +258,7 @@ public struct BirdCentral: Sendable {
     /// Connected went false for a device. (While Connect is pending, BlueZ
     /// reports the outcome in its reply.)
     public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
-        guard case .onLink(let link) = phase, link.peripheral.path == device else { return [] }
+        guard case .onLink(let link) = phase, link.peripheral.path == device else { return withFinder { $0.deviceDisconnected(device) } }
         return withLink { $0.linkLost() }
     }
 

@@ -29,6 +29,10 @@ struct BirdFinder: Sendable {
     private var connectingUnheard = false
     /// BlueZ holds a bond with the bird being connected.
     private var bonded = false
+    /// A link came up and went while Connect was pending (bluetoothd then
+    /// fails the Connect: on 5.82, when the bird vanished before the ATT
+    /// channel was up): at the deadline, the connection was lost.
+    private var linkLostWhileConnecting = false
 
     /// Scanning starts: discovery on, and (at first) the find deadline.
     static func start(_ configuration: BirdCentral.Configuration, hasConnected: Bool) -> (BirdFinder, [Action]) {
@@ -154,6 +158,13 @@ struct BirdFinder: Sendable {
         return .linked(peripheral, bonded: bonded)
     }
 
+    /// Connected went false while the bird was being connected to: a link
+    /// had come up (Connect's reply says how the attempt ended).
+    mutating func deviceDisconnected(_ device: ObjectPath) -> Step {
+        if let peripheral, peripheral.path == device { linkLostWhileConnecting = true }
+        return .next([])
+    }
+
     /// The device object left BlueZ's tree while it was being connected to.
     /// (A Connected turning false then is Connect's reply's to report.)
     mutating func deviceRemoved(_ device: ObjectPath) -> Step {
@@ -185,7 +196,7 @@ struct BirdFinder: Sendable {
             return discoverInstead(of: peripheral)
         case (.connect, .connecting(let peripheral, _)), (.connect, .retryWait(let peripheral, _)):
             let actions = BirdCentral.stopTimers() + [.disconnect(peripheral.path)]
-            return ended(failure: .connectTimeout, actions)
+            return ended(failure: linkLostWhileConnecting ? .connectionLost : .connectTimeout, actions)
         default:
             return .next([])
         }

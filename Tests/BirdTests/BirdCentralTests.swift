@@ -215,6 +215,16 @@ struct BirdCentralTests {
         #expect(actions.last == .finish(.failed(.connectTimeout)))
     }
 
+    /// bluetoothd 5.82 on a bird gone before the ATT channel was up: Connected
+    /// went true and false, Connect failed (transient), the retries found no
+    /// link. The deadline says the connection was lost, not that none came.
+    @Test func aLinkThatCameAndWentWhileConnectingIsALostConnectionAtTheDeadline() {
+        var m = Machine().connecting()
+        #expect(m.central.deviceDisconnected(device) == [])
+        _ = m.central.connectReplied(.failure(transient))
+        #expect(m.central.timerFired(.connect).last == .finish(.failed(.connectionLost)))
+    }
+
     @Test func theDeadlineCoversServiceResolution() {
         var m = Machine().resolving()
         let actions = m.central.timerFired(.connect)

@@ -144,6 +144,30 @@ struct ExitCodeTests {
         #expect(try await fake.calls().contains("Disconnect \(birdPath)"))
     }
 
+    /// bluetoothd 5.82, a bird gone before its ATT channel is up: the link
+    /// comes up and goes while Connect is pending (Connected true, then
+    /// false), and no link comes of it before the deadline.
+    @Test func aLinkThatCameAndWentBeforeTheDeadlineExitsSevenAsALostConnection() async throws {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        try await fake.delayAlways("Connect", seconds: -1)
+        let read = try fake.launch("read", "--connect-timeout", "2")
+        #expect(try await poll { try await fake.calls().contains { $0.hasPrefix("Connect ") } })
+        for connected in [true, false] {
+            try await fake.call(
+                "EmitRaw", .objectPath(ObjectPath(birdPath)), .string("org.freedesktop.DBus.Properties"),
+                .string("PropertiesChanged"), .string("sa{sv}as"),
+                .array(element: "v", [
+                    .variant(.string("org.bluez.Device1")),
+                    .variant(.dictionary(key: "s", value: "v", [DictEntry(.string("Connected"), .variant(.bool(connected)))])),
+                    .variant(.array(element: "s", [])),
+                ]))
+        }
+        let result = try await read.finish()
+        #expect(result.status == 7)
+        #expect(result.stderr.contains("the connection was lost"), "\(result.stderr)")
+    }
+
     @Test func aFailedConnectExitsSevenAfterBoundedRetries() async throws {
         let fake = try FakeBlueZ()
         try await fake.addBird()
