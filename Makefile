@@ -11,7 +11,7 @@
 #   make deb           a Debian package in .build/deb/ (runs without Swift)
 #   make deps          installs the Debian packages the build and tests need (as root)
 #   make bench         birdctl beside a C floor, bleak and simplepyble, and its MQTT
-#                      gateway beside watch --json | mosquitto_pub (see README); then
+#                      gateway beside watch --json | mosquitto_pub (docs/performance.md); then
 #                      streaming on real bluetoothd in the VM beside bleak and bluetoothctl
 #   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
 #   make soak          a Bumble bird out of range and back SOAK_CYCLES (50) times under one
