@@ -20,9 +20,9 @@
 #                      passers-by, links lost, broker and bluetoothd restarted in turn every
 #                      SOAK_EVENT_SECONDS (60); every reading on the broker, memory and fds flat
 #
-# The other targets (test-unit, test-vm, test-install, sanitize, fuzz-regress,
-# deps-vm, deps-bench, deps-install, bench-venv, bench-fake, bench-system, static-link,
-# link-order, clean) are parts of these.
+# The other targets (test-unit, test-vm, test-install, test-ha, sanitize, fuzz-regress,
+# deps-vm, deps-bench, deps-install, deps-ha, bench-venv, bench-fake, bench-system, static-link,
+# link-order, link-order-check, clean) are parts of these.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -53,10 +53,16 @@ TRIXIE_INPUTS := fixtures/vm/trixie.recipe fixtures/vm/bumble-requirements.txt f
 VM_PLATFORMS ?= trixie bookworm
 VM_PLATFORM ?= trixie
 
+# The Home Assistant tier: Home Assistant Core in a venv pinned by
+# fixtures/ha/requirements.txt (made again when that file changes).
+HA_PACKAGES := python3-venv
+HA_VENV := .build/ha/venv
+
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install apt-packages build release static-link link-order demo soak soak-service test test-unit test-vm \
+.PHONY: help deps deps-vm deps-bench deps-install deps-ha test-ha apt-packages build release static-link link-order link-order-check demo \
+	soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
 
@@ -81,6 +87,13 @@ deps-bench:
 deps-install:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(INSTALL_TEST_PACKAGES)"
 
+deps-ha:
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(HA_PACKAGES)"
+	@cmp -s fixtures/ha/requirements.txt $(HA_VENV)/requirements.txt || { \
+	  rm -rf $(HA_VENV) && /usr/bin/python3 -m venv $(HA_VENV) && \
+	  $(HA_VENV)/bin/pip install -q --disable-pip-version-check -r fixtures/ha/requirements.txt && \
+	  cp fixtures/ha/requirements.txt $(HA_VENV)/requirements.txt; }
+
 # Installs the Debian packages in PACKAGES that are missing (as root).
 apt-packages:
 	@missing=""; \
@@ -95,8 +108,10 @@ apt-packages:
 build: deps
 	$(SWIFT) build
 
-# What a user would install: optimised, the Swift runtime linked in (starts ~2 ms
+# What a user would install: optimised, the Swift runtime linked in (starts
 # sooner), and the git revision it was built from for `birdctl --version`.
+# What each choice below saves is measured in docs/performance.md, 'Start-up'
+# and 'What a read maps'.
 REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD || r=$$r-dirty; echo $$r; })
 # --disable-local-rpath: with the Swift runtime inside, birdctl needs no
 # RUNPATH of $$ORIGIN, which made the loader look for libdbus and the C++
@@ -104,18 +119,16 @@ REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git dif
 # The binary needs only libc and libm: libdbus, the C++ runtime and libgcc come
 # from their static archives (STATIC_LINK below), so the loader maps 3 libraries,
 # not 13, and resolves none of libstdc++'s symbols. lld packs the relative
-# relocations (DT_RELR, glibc 2.36): 640 KB of them become 5 KB.
-# `birdctl --version`: 2.7 → 0.9 ms of CPU (perf stat -r 100).
+# relocations (DT_RELR, glibc 2.36), which the loader would otherwise read and
+# apply one by one at every start.
 # The code birdctl runs at start, read, scan and watch is placed together
 # (dist/link/symbol-order.txt, from `make link-order`): the kernel maps the
-# pages around each one touched (64 KB, or a whole large folio of the page
-# cache), and spread over the text that mapped nearly all of it.
-# With both, a read's peak RSS went from 10.3 to 5.6 MiB (`make bench`).
+# pages around each one touched (64 KB), and spread over the text that mapped
+# nearly all of it.
 # Generic types such as a Dictionary keyed by ObjectPath get their metadata
 # from accessors given the conformances, not from mangled names: a mangled
 # name is demangled at run time and each `Hashable` requirement looked up by
-# scanning all 1,573 conformance records of the binary, ~90k instructions per
-# key type. A read went from 5.47M to 4.05M instructions (callgrind).
+# scanning every conformance record of the binary, once per key type.
 RELEASE_CODEGEN := -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
 RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
 	-Xlinker -z -Xlinker pack-relative-relocs \
@@ -127,10 +140,18 @@ release: deps static-link
 # Regenerates dist/link/symbol-order.txt: the functions the release build runs
 # at start, read, scan and watch (callgrind, against the fake BlueZ; see
 # bench/link_order.py), then links again with it. Worth redoing when those
-# paths change; a stale list only places less of the code together.
+# paths change; a stale list only places less of the code together, and
+# link-order-check (part of make test) fails then.
 link-order: deps-bench release
 	/usr/bin/python3 bench/link_order.py $(RELEASE) dist/link/symbol-order.txt
 	rm -f $(RELEASE) && $(MAKE) --no-print-directory release
+
+# Traces the release build as link-order does and fails when
+# dist/link/symbol-order.txt names functions the binary no longer has, or lacks
+# functions it runs, beyond a tolerance (bench/link_order.py); leaves the
+# fresh list in .build/link-order/.
+link-order-check: deps-bench release
+	/usr/bin/python3 bench/link_order.py --check $(RELEASE) dist/link/symbol-order.txt
 
 # Static archives put ahead of the system's shared libraries for the release
 # link: a dbus-1.pc whose -L names this directory comes first on the link line,
@@ -149,8 +170,9 @@ static-link: deps
 
 # Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
 # under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
-# installing and packaging, and the real-BlueZ scenarios in a VM.
-test: test-unit fuzz-regress sanitize test-install test-vm
+# installing and packaging, Home Assistant, the real-BlueZ scenarios in a VM,
+# and the release link's symbol order against what the release build runs.
+test: test-unit fuzz-regress sanitize test-install test-ha test-vm link-order-check
 
 test-unit: deps
 	$(SWIFT) build --build-tests
@@ -213,6 +235,12 @@ fuzz-regress: fuzz-build
 	  echo "fuzz-regress: $$t: $$(wc -w <<< "$$inputs") kept inputs pass"; \
 	done
 
+# birdctl's MQTT gateway as Home Assistant's users see it: the release build
+# against a real mosquitto and Home Assistant Core 2024.3.3, through Home
+# Assistant's REST and websocket API (fixtures/ha/check_ha.py; docs/testing.md).
+test-ha: deps-ha release
+	fixtures/in-own-session.sh $(HA_VENV)/bin/python fixtures/ha/check_ha.py $(RELEASE) .build/ha/run
+
 # Boots a VM with real bluetoothd and emulated controllers and shows birdctl
 # scan and watch of a simulated bird (about a minute after the install).
 demo: deps-vm release
@@ -253,13 +281,15 @@ bench-venv: deps-bench
 	$(BENCH)/venv/bin/pip install -q --disable-pip-version-check bleak==3.1.0 simplepyble==1.2.0
 
 # birdctl beside the floor (bench/floor.c), bleak and simplepyble against the
-# fake BlueZ; prints the table and writes .build/bench/results.md.
+# fake BlueZ; prints the table and writes .build/bench/results.md; then three
+# gateways sharing a broker (bench/fleet_bench.py, .build/bench/fleet.md).
 # QUICK=1: fewer runs and smaller bursts, to try the harness.
 bench-fake: bench-venv release
 	cc -O2 -Wall -o $(BENCH)/floor bench/floor.c $$(pkg-config --cflags --libs dbus-1)
 	cc -O2 -Wall -o $(BENCH)/measure bench/measure.c
 	/usr/bin/python3 bench/run.py .build/release/birdctl $(BENCH)/floor $(BENCH)/measure $(BENCH)/venv/bin/python \
 	    $(BENCH)/results.md $(if $(QUICK),--quick)
+	/usr/bin/python3 bench/fleet_bench.py .build/release/birdctl $(BENCH)/fleet.md $(if $(QUICK),--quick)
 
 # In the VM: real bluetoothd, a Bumble bird; the CPU of client + dbus-daemon +
 # bluetoothd, loss and latency for birdctl (both ways), bleak and bluetoothctl

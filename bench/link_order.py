@@ -1,21 +1,35 @@
 #!/usr/bin/python3
 '''`make link-order`: the functions birdctl runs when it starts, reads, scans
-and watches, for the release link to put side by side.
+and watches, for the release link to put side by side; `make
+link-order-check` (part of `make test`): fails when the committed list no
+longer matches them.
 
-    bench/link_order.py BIRDCTL OUTPUT
+    bench/link_order.py BIRDCTL OUTPUT          writes the list
+    bench/link_order.py --check BIRDCTL LIST    checks LIST against BIRDCTL
 
 The kernel maps a binary's pages around each one touched (fault-around, 64 KB
-at a time, or the whole large folio the page cache holds it in), and peak RSS
-counts every page mapped. Left where the linker puts
-them, the few hundred KB of code a `read` runs lie across most of the 6 MB of
-text, and nearly all of it ended up mapped. lld places the sections of the
+at a time), and peak RSS counts every page mapped. Left where the linker puts
+them, the few hundred KB of code a `read` runs lie across most of the text,
+and nearly all of it ended up mapped. lld places the sections of the
 functions named in OUTPUT first (--symbol-ordering-file); names that no longer
 exist are skipped, a function that is new is placed as before, so a stale list
-costs memory, never correctness.
+costs memory, never correctness (docs/performance.md, 'What a read maps').
 
 The functions are those callgrind sees run in the binary (against the fake
 BlueZ on a private bus): `--version`, `read`, `scan`, and `watch` both ways
 through a few notifications. Sorted by name, so the file's diff is readable.
+
+The check traces the release binary the same way and fails, saying what to
+run, when the list names more than GONE_TOLERANCE functions the binary no
+longer has, or lacks more than MISSING_TOLERANCE functions the traced
+commands ran. Traces of one binary could differ (how many notifications a
+wake-up finds, which timer fires first); six of the release binary at
+0f0386f, three of them beside a release build, gave the same 1,979 names.
+The tolerances let a small change to the code these commands run land
+without a new list in the same commit: each function left out is placed
+with the cold code and may cost one more 64 KB window of a read's RSS, so
+five at most. The list the check would write is left in FRESH, to commit
+instead of running `make link-order` again.
 '''
 
 import os
@@ -82,8 +96,9 @@ def notify_when_subscribed(bluez):
     sys.exit('link_order: the watch never subscribed')
 
 
-def main():
-    birdctl, output = sys.argv[1:3]
+def traced_functions(birdctl):
+    '''The list for `birdctl`: the functions its traced commands run, each
+    defined once in it, sorted.'''
     with tempfile.TemporaryDirectory() as scratch:
         # valgrind cannot read the release binary's DWARF 5; the names are in the symbol table.
         binary = os.path.join(scratch, 'birdctl')
@@ -96,9 +111,59 @@ def main():
             for method in ('acquire', 'start'):
                 names |= functions_run(binary, ['watch', ADDRESS, 'alpha', '--notify-method', method, '--count', '6'],
                                        bluez.env, scratch, lambda: notify_when_subscribed(bluez))
-    names = sorted(n for n in names & unique_names(birdctl) if ' ' not in n)
+    return sorted(n for n in names & unique_names(birdctl) if ' ' not in n)
+
+
+def defined_names(binary):
+    '''Every function name the binary defines.'''
+    lines = subprocess.run(['nm', binary], capture_output=True, text=True, check=True).stdout.splitlines()
+    return {fields[2] for fields in map(str.split, lines) if len(fields) == 3 and fields[1] in 'tTwW'}
+
+
+def write_list(names, output):
     with open(output, 'w') as out:
         out.write('\n'.join(names) + '\n')
+
+
+# Six traces of one release binary differed by no name (docs/performance.md,
+# 'The symbol order'); these allow small changes, each costing a read at most a 64 KB window.
+GONE_TOLERANCE = 5
+MISSING_TOLERANCE = 5
+FRESH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), '.build', 'link-order',
+                     'symbol-order.txt')
+
+
+def check(birdctl, listed_path):
+    '''Exits non-zero, saying why and what to do, if the list at
+    `listed_path` is stale for `birdctl`.'''
+    with open(listed_path) as f:
+        listed = {line.strip() for line in f if line.strip()}
+    fresh = traced_functions(birdctl)
+    os.makedirs(os.path.dirname(FRESH), exist_ok=True)
+    write_list(fresh, FRESH)
+    gone = sorted(listed - defined_names(birdctl))
+    missing = sorted(set(fresh) - listed)
+    idle = len(listed - set(fresh)) - len(gone)
+    summary = (f'{len(listed)} names listed, {len(fresh)} traced; {len(gone)} listed names no longer in the '
+               f'binary (tolerance {GONE_TOLERANCE}), {len(missing)} traced functions not listed (tolerance '
+               f'{MISSING_TOLERANCE}), {idle} listed that did not run')
+    if len(gone) <= GONE_TOLERANCE and len(missing) <= MISSING_TOLERANCE:
+        print(f'link-order-check: {listed_path} is current: {summary}', file=sys.stderr)
+        return
+    examples = ''.join(f'\n  gone:    {name}' for name in gone[:5]) + \
+        ''.join(f'\n  missing: {name}' for name in missing[:5])
+    sys.exit(f'link-order-check: {listed_path} is stale for {birdctl}: {summary}.{examples}\n'
+             f'The release link places less of the code birdctl runs together, and a read maps more. '
+             f'Run `make link-order` and commit {listed_path} (or copy {os.path.relpath(FRESH)}, '
+             f'the list traced just now, over it).')
+
+
+def main():
+    if sys.argv[1] == '--check':
+        return check(*sys.argv[2:4])
+    birdctl, output = sys.argv[1:3]
+    names = traced_functions(birdctl)
+    write_list(names, output)
     print(f'link_order: {len(names)} functions → {output}', file=sys.stderr)
 
 

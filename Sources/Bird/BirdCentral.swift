@@ -74,6 +74,11 @@ public struct BirdCentral: Sendable {
         }
     }
 
+    /// The bird this machine has a link to (upper case), if any.
+    public var linkedAddress: String? {
+        if case .onLink(let link) = phase { link.peripheral.address.uppercased() } else { nil }
+    }
+
     /// The peripheral being paired with at `device`, if this machine is pairing it.
     public func pairing(_ device: ObjectPath) -> Peripheral? {
         if case .onLink(let link) = phase { link.pairing(device) } else { nil }
@@ -189,6 +194,12 @@ public struct BirdCentral: Sendable {
         return linked + withLink { $0.servicesResolved(device: device, characteristics: characteristics) }
     }
 
+    /// A watch writes `value` on the link it streams on (see `BirdLink.writeRequested`).
+    /// Without a link, nothing happens: the caller knows the bird is not connected.
+    public mutating func writeRequested(_ value: BirdValue) -> [Action] {
+        withLink { $0.writeRequested(value) }
+    }
+
     /// The write (with response) of `set` completed.
     public mutating func writeCompleted(_ result: Result<Void, BlueZError>) -> [Action] {
         withLink { $0.writeCompleted(result) }
@@ -222,7 +233,14 @@ public struct BirdCentral: Sendable {
     public mutating func valueChanged(
         _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
     ) -> [Action] {
-        withLink { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
+        // The hot path reads the link where it lies: `withLink` moves the
+        // whole BirdLink (its configuration included) out and back, which
+        // cost ~1.4k instructions a notification (docs/performance.md,
+        // "The signal path").
+        if case .onLink(let link) = phase, let actions = link.plainNotification(characteristic, raw, mtu: mtu) {
+            return counted(actions)
+        }
+        return withLink { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
     }
 
     /// A characteristic left BlueZ's tree while the link stayed up (the

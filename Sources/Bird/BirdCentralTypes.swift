@@ -147,6 +147,9 @@ extension BirdCentral {
         /// `watch --all`: the bird is polled from now on (connect, read, disconnect
         /// every interval), to share the adapter's last link with others.
         case polled(Peripheral)
+        /// A write asked of a watch while it streams (`writeRequested`, the
+        /// MQTT gateway's): done, or why not.
+        case written(Peripheral, BirdValue, failure: BlueZError?)
     }
 
     public struct Peripheral: Hashable, Sendable {

@@ -39,7 +39,7 @@ extension BirdFleet {
         while outcome == nil, discovering, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
             let sighting = waiting.removeFirst()
             let address = sighting.address.uppercased()
-            guard byAddress[address] == nil, declined[address] == nil else { continue }
+            guard byAddress[address] == nil, declined[address] == nil, sharing?.granted.contains(address) ?? true else { continue }
             actions += follow(sighting)
         }
         return actions

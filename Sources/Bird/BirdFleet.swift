@@ -93,20 +93,23 @@ public struct BirdFleet: Sendable {
 
     /// `all`: who gets a link, and when.
     var scheduler: LinkScheduler?
+    /// `all` among gateways (`shared`): the birds this one may connect.
+    var sharing: Sharing?
 
     /// `seed`: for the random part of the gaps between connection attempts.
     public init(
         _ configuration: BirdCentral.Configuration, all: Bool = false, forgetAfter: Duration? = nil,
-        links: LinkPolicy = LinkPolicy(), seed: UInt64 = 0
+        links: LinkPolicy = LinkPolicy(), seed: UInt64 = 0, shared: Bool = false
     ) {
         self.configuration = configuration
         self.all = all
         self.forgetAfter = all ? forgetAfter : nil
         if all { scheduler = LinkScheduler(links, seed: seed) } else { add(configuration) }
+        if all && shared { sharing = Sharing() }
     }
 
     /// How many birds the fleet holds state for (machines, declined and waiting birds).
-    public var birdsRemembered: Int { machines.count + declined.count + waiting.count }
+    public var birdsRemembered: Int { machines.count + declined.count + waiting.count + (sharing?.heard.count ?? 0) }
 
     public var isFinished: Bool { outcome != nil }
 
@@ -194,7 +197,7 @@ public struct BirdFleet: Sendable {
             sightings[id] = sighting
             return on(id) { $0.deviceSighted(sighting) }
         }
-        guard discovering, declined[address] == nil else { return [] }
+        guard discovering, declined[address] == nil, mayFollow(sighting, address: address) else { return [] }
         // One new bird at a time: a machine is made for a bird when the one
         // before it has a link or gave up. Birds heard meanwhile wait in a
         // short line (the last sighting of each); past its end they are not
@@ -260,6 +263,14 @@ public struct BirdFleet: Sendable {
 
     public mutating func readCompleted(_ id: MachineID, _ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
         on(id) { $0.readCompleted(field, result) }
+    }
+
+    /// The bird at `address` is written `value` on the link a machine holds;
+    /// nil (and nothing done) if none has a link to it.
+    public mutating func writeRequested(_ address: String, _ value: BirdValue) -> [Action]? {
+        let address = address.uppercased()
+        guard outcome == nil, let id = machines.first(where: { $0.central.linkedAddress == address })?.id else { return nil }
+        return on(id) { $0.writeRequested(value) }
     }
 
     public mutating func writeCompleted(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {

@@ -55,6 +55,8 @@ struct BirdLink: Sendable {
     private var pairedOnThisLink = false
     /// ServicesResolved went false: the link is going.
     private var dropping = false
+    /// A write asked for while streaming, in flight (one at a time).
+    private var streamWrite: BirdValue?
     /// A read: some field did not decode.
     private(set) var anyBadValue = false
     /// The last unordered notification of each field whose read is pending
@@ -155,8 +157,37 @@ struct BirdLink: Sendable {
 
     // MARK: Writing
 
-    /// The write (with response) of `set` completed.
+    /// A watch that streams writes `value` on its link; the answer is a
+    /// `written` report. Refused at once (a `written` report with the reason)
+    /// while not streaming, with a write in flight, or for a field not watched.
+    mutating func writeRequested(_ value: BirdValue) -> Step {
+        let streamingLink: Link? =
+            switch state {
+            case .streaming(let link): link
+            case .reading(let link, _) where streams: link  // subscribed, reading the values once
+            default: nil
+            }
+        guard let link = streamingLink, !dropping else {
+            return .next([.report(.written(peripheral, value, failure: BlueZError(.notReady, message: "the link is not ready")))])
+        }
+        guard streamWrite == nil else {
+            return .next([.report(.written(peripheral, value, failure: BlueZError(.inProgress, message: "another write is in flight")))])
+        }
+        guard let path = link.characteristics[value.field] else {
+            let error = BlueZError(.notSupported, message: "\(value.field) is not watched")
+            return .next([.report(.written(peripheral, value, failure: error))])
+        }
+        streamWrite = value
+        return .next([.write(value.field, path, BirdCodec.encode(value))])
+    }
+
+    /// The write (with response) of `set`, or one asked for while streaming, completed.
     mutating func writeCompleted(_ result: Result<Void, BlueZError>) -> Step {
+        if let value = streamWrite {
+            streamWrite = nil
+            let failure: BlueZError? = if case .failure(let error) = result { error } else { nil }
+            return .next([.report(.written(peripheral, value, failure: failure))])
+        }
         guard case .writing(let link) = state, case .write(let value) = configuration.mode else { return .next([]) }
         switch result {
         case .failure(let error) where error.needsPairing:
@@ -314,6 +345,16 @@ struct BirdLink: Sendable {
             return .next([.read(field, characteristic)])
         }
         return .next(report(field, raw, from: link, notified: true))
+    }
+
+    /// A notification while streaming that changes nothing of the link (a
+    /// value that decodes and cannot have been cut at the MTU): its report,
+    /// or nil when `valueChanged` must handle it.
+    func plainNotification(_ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int?) -> [Action]? {
+        guard case .streaming(let link) = state, let field = link.field(of: characteristic) else { return nil }
+        if let mtu, mtu > 3, raw.count >= mtu - 3 { return nil }
+        guard case .success(let value) = BirdCodec.decode(field, raw) else { return nil }
+        return [.report(.reading(link.peripheral, value, raw: raw, notified: true))]
     }
 
     private mutating func report(_ field: BirdField, _ raw: [UInt8], from link: Link, notified: Bool) -> [Action] {

@@ -33,6 +33,10 @@ public final class CentralDriver: @unchecked Sendable {
     /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
     private var linkMTUs: [ObjectPath: Int] = [:]
 
+    /// Every Bird heard with its RSSI (on the loop): a gateway of a fleet
+    /// reports how well it hears each bird.
+    public var onHeard: ((_ address: String, _ rssi: Int16) -> Void)?
+
     private var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
 
@@ -127,6 +131,7 @@ public final class CentralDriver: @unchecked Sendable {
             break
         }
         if let sighting = Sighting(event), sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere") {
+            if let onHeard, let rssi = sighting.rssi, sighting.isBird { onHeard(sighting.address.uppercased(), rssi) }
             apply { $0.deviceSighted(sighting) }
         }
     }
@@ -166,6 +171,21 @@ public final class CentralDriver: @unchecked Sendable {
         for (device, mtu) in linkMTUs where characteristic.isDescendant(of: device) { return mtu }
         return client.tree.mtu(ofCharacteristic: characteristic)
     }
+
+    /// Writes `value` to the bird at `address` on the link a watch holds (on
+    /// the loop); the answer is a `written` report. False if no machine follows it.
+    public func write(_ address: String, _ value: BirdValue) -> Bool {
+        loop.assertInLoop()
+        guard !core.isFinished, let actions = fleet.writeRequested(address, value) else { return false }
+        for action in actions { perform(action) }
+        return true
+    }
+
+    /// A gateway of a fleet holds the bird now: it may be connected (on the loop).
+    public func grant(_ address: String) { apply { $0.grant(address) } }
+
+    /// Another gateway holds the bird now: its link is undone (on the loop).
+    public func release(_ address: String) { apply { $0.release(address) } }
 
     // MARK: The fleet's actions
 

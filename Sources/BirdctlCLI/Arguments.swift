@@ -10,8 +10,8 @@ struct UsageError: Error {
 /// options the command declares: each value is converted by its option's
 /// kind as it is parsed (a bad one is a usage error, unless `--help` is
 /// asked for), and an option not given reads as its declared default. Small
-/// on purpose: swift-argument-parser would cost 3 ms of start-up and 3.7 MiB
-/// of RSS (README, "Start-up").
+/// on purpose: swift-argument-parser would add to every command's start-up
+/// time and RSS (see docs/performance.md, 'Start-up').
 struct Arguments {
     /// The command's declarations by name: a value is read with the default
     /// the command declared, whichever option of that name asks.
@@ -142,7 +142,8 @@ struct Arguments {
     /// What `addressAndFields` reads. Spelled out, not joined from
     /// `BirdField.allCases` (ArgumentsTests checks it is the same): every
     /// command is declared at start, and the joining would instantiate the
-    /// array's metadata then, ~140k instructions, for every command.
+    /// array's metadata then, for every command (see docs/performance.md,
+    /// 'Start-up').
     static let addressAndFieldsOperands = "[ADDRESS] [name|color|alpha ...]"
 
     static func isAddress(_ s: String) -> Bool {

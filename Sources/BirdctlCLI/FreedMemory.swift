@@ -4,11 +4,11 @@ import DBus
 /// Gives back to the kernel what a burst freed. glibc keeps freed memory in
 /// its heap for reuse and returns only a free top of the heap by itself: after
 /// a crowd of strangers has come and gone (BlueZ's device objects, their
-/// machines), a long-running watch would hold the peak's pages for good —
-/// ~16 MiB after 100,000 strangers, 2 MiB after `malloc_trim` (measured, see
-/// `StrangerFloodTests`). Checked every ten seconds, trimmed only when over
-/// a mebibyte lies free: an idle command wakes six times a minute for a few
-/// microseconds.
+/// machines), a long-running watch would hold the peak's pages for good
+/// (`StrangerFloodTests`; the figures are in docs/performance.md, 'Memory
+/// after a crowd of strangers'). Checked every ten seconds, trimmed only
+/// when over a mebibyte lies free: an idle command wakes six times a minute
+/// for a few microseconds.
 enum FreedMemory {
     static let interval = Duration.seconds(10)
     static let worthReturning = 1 << 20

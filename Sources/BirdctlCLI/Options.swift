@@ -1,5 +1,6 @@
 import Bird
 import MQTT
+import Sinks
 
 /// Every option of every command. A default that is the Bird layer's (or
 /// MQTT's) is read from there, so the machine, `--help` and the man page
@@ -95,6 +96,20 @@ extension Option {
         "--mqtt-buffer-bytes", "the same bound in bytes, topic + payload + 64 each",
         .integer(label: "N", range: 4096...(1 << 40), default: MQTTSettings.defaultBufferByteCapacity, inBytes: true))
     static let noDiscovery = Option("--no-discovery", "publish no Home Assistant discovery configs")
+    static let mqttWriteTTL = Option(
+        "--mqtt-write-ttl", "how long a write from MQTT (PREFIX/ADDRESS/FIELD/set) waits for its bird to be connected",
+        .seconds(default: GatewayCommands.Configuration().timeToLive, minimum: .milliseconds(100)))
+    /// `FleetOwnership`'s defaults, as the Sinks layer declares them.
+    static let fleetDefaults = FleetOwnership.Configuration(room: "")
+    static let fleet = Option(
+        "--fleet",
+        "share the birds with the other gateways whose prefix has the same parent (ROOT/ROOM): each bird is connected by the one that hears it best")
+    static let fleetMargin = Option(
+        "--fleet-margin", "how much louder another gateway must hear a held bird to take it over",
+        .integer(label: "DB", range: 1...60, default: fleetDefaults.margin))
+    static let fleetDwell = Option(
+        "--fleet-dwell", "for how long it must hear it that much louder",
+        .seconds(default: fleetDefaults.dwell))
 
     static let name = Option("--name", "the name served and advertised", .birdValue(.name, default: "Robin"))
     static let color = Option("--color", "the colour served", .birdValue(.color, default: "#FF8800"))

@@ -4,8 +4,9 @@ import DBus
 /// each the object of the device at one address with everything below it
 /// (its GATT services and characteristics), or the adapters alone (`scan`) —
 /// in place of GetManagedObjects,
-/// whose reply grows with every device BlueZ ever cached (with 10,000 of
-/// them, ~300 ms of CPU for a read that otherwise takes 7).
+/// whose reply grows with every device BlueZ ever cached: a read would cost
+/// as much as BlueZ's cache is large (see docs/performance.md, 'A read and
+/// BlueZ's cache').
 ///
 /// Paths come from Introspect, properties from GetAll, issued together. The
 /// client applies signals to the tree while this runs; each reply then sets

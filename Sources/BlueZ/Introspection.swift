@@ -9,7 +9,8 @@ public struct Introspection: Equatable, Sendable {
 
     public init(xml: String) {
         // Read as UTF-8 bytes: every delimiter is ASCII, and walking the text
-        // by Character cost ~265k instructions per read (callgrind).
+        // by Character ran unspecialized generic code, a large share of a
+        // read's start-up (see docs/performance.md, 'Start-up').
         let bytes = Array(xml.utf8)
         // Depth 1 is inside the root <node>: its interfaces and child nodes.
         var depth = 0

@@ -2,10 +2,11 @@ import DBus
 
 /// Where the `Value`s of the last few characteristics that notified live in
 /// the tree, so that the next notification from one of them updates the
-/// tree without hashing its path, interface and property name (1.5k and
-/// 0.8k of a notification's 42k instructions). A slot holds while the tree's keys are
-/// as they were (`ObjectTree.structure`): dictionary indices stay valid
-/// until a key is added or removed, in copies of the tree too.
+/// tree without hashing its path, interface and property name, the largest
+/// items of birdctl's own share of a notification (see docs/performance.md,
+/// 'The signal path'). A slot holds while the tree's keys are as they were
+/// (`ObjectTree.structure`): dictionary indices stay valid until a key is
+/// added or removed, in copies of the tree too.
 public struct NotificationSlots {
     struct Slot {
         /// The tree's own key: later comparisons with it are identity checks.

@@ -126,7 +126,7 @@ public struct ObjectTree: Hashable, Sendable {
     /// A notification: `bytes` become the Value at `slot` (which holds for this structure).
     mutating func setValue(_ bytes: [UInt8], at slot: NotificationSlots.Slot) {
         if let value = slot.value {
-            // Without hashing "Value" (~800 instructions of a notification's 41k).
+            // Without hashing "Value" (see docs/performance.md, 'The signal path').
             objects.values[slot.object].values[slot.interface].values[value] = .bytes(bytes)
         } else {
             // BlueZ had not read it yet: the key is new.
@@ -210,8 +210,9 @@ public struct ObjectTree: Hashable, Sendable {
 
     /// Typed views of the objects below `parent` with `interface` whose
     /// properties pass `wanted`, by path. Sorted on the paths themselves:
-    /// through a key path, each comparison went through the runtime (with
-    /// 10,000 cached devices, 430M instructions).
+    /// through a key path, each comparison went through the runtime (most of
+    /// a scan with a large cache; docs/performance.md, 'A scan with 10,000
+    /// cached devices').
     private func views<View>(
         under parent: ObjectPath, _ interface: String, _ make: (ObjectPath, Properties) -> View?,
         where wanted: (Properties) -> Bool = { _ in true }

@@ -2,9 +2,10 @@
 ///
 /// Not `contains(_:)` or `firstRange(of:)` with a String argument: those are
 /// _StringProcessing's, and using either anywhere links that library and its
-/// regex parser into birdctl (~860 KB of code, and a fifth more conformance
-/// records for the Swift runtime to scan the first time it checks a type's
-/// conformance). The install test fails if they come back.
+/// regex parser into birdctl (code a read maps, and more conformance records
+/// for the Swift runtime to scan the first time it checks a type's
+/// conformance; see docs/performance.md, 'What a read maps'). The install
+/// test fails if they come back.
 extension StringProtocol {
     /// The first occurrence of `part`.
     func firstOccurrence(of part: String) -> Range<Index>? {

@@ -266,9 +266,10 @@ public final class Connection: @unchecked Sendable {
     /// Signals and replies — every notification is a signal — are taken off
     /// the queue and handled here: libdbus's dispatch would copy its filter
     /// list into a newly allocated list and look the reply serial up among
-    /// pending calls (there are none: replies are matched here), ~2.8k
-    /// instructions of a notification's 45k. Method calls still go through
-    /// it, so its built-in org.freedesktop.DBus.Peer answers, then our filter.
+    /// pending calls (there are none: replies are matched here) for every
+    /// notification (see docs/performance.md, 'The signal path'). Method
+    /// calls still go through it, so its built-in org.freedesktop.DBus.Peer
+    /// answers, then our filter.
     private func dispatchQueued() {
         while let message = dbus_connection_borrow_message(raw) {
             if dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_METHOD_CALL {

@@ -46,7 +46,8 @@ final class LibdbusMainLoop {
     /// Whether libdbus has queued messages since the last call; clears the
     /// mark. libdbus says when its dispatch status turns to "data remains",
     /// so a wake-up for something else (a notification on AcquireNotify's
-    /// socket, a timer) does not ask it (a lock, ~800 instructions).
+    /// socket, a timer) does not take its lock to ask (see
+    /// docs/performance.md, 'Wake-ups').
     func takeQueuedMark() -> Bool {
         // A plain load first: the exchange is a locked instruction, and most wake-ups find nothing.
         hasQueued.load(ordering: .relaxed) && hasQueued.exchange(false, ordering: .acquiringAndReleasing)

@@ -6,7 +6,8 @@ extension Message {
     /// property → value) decoded straight into nested dictionaries: only the
     /// property values become `DBusValue`s. Through `arguments()` the whole
     /// reply became one value tree first, copied into the dictionaries and
-    /// freed — with 10,000 cached devices most of a scan's start-up.
+    /// freed — with a large cache most of the work (docs/performance.md,
+    /// 'A scan with 10,000 cached devices').
     public func managedObjects() throws(DBusError) -> [ObjectPath: [String: [String: DBusValue]]] {
         guard let signature = dbus_message_get_signature(raw), strcmp(signature, "a{oa{sa{sv}}}") == 0 else {
             let actual = dbus_message_get_signature(raw).map { String(cString: $0) } ?? ""

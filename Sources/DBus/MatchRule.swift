@@ -21,7 +21,8 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The rule as the bus daemon reads it. Appended in place: `split` and
-    /// `joined` run unspecialized here, ~9k instructions a rule at start-up.
+    /// `joined` run unspecialized here, for every rule at start-up (see
+    /// docs/performance.md, 'Start-up').
     public var description: String {
         var rule = "type='signal'"
         func add(_ key: String, _ value: String?) {

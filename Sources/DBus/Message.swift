@@ -11,10 +11,10 @@ public final class Message: @unchecked Sendable, CustomStringConvertible {
     /// A received message's routing fields, read from libdbus once: routing a
     /// signal compares them for every subscription and again in BlueZ's
     /// notification slots, and each `dbus_message_has_*` or `get_*` looked
-    /// its field up anew (~100 instructions). A received message is locked,
-    /// so the strings stay where they are while it lives. Nil for a message
-    /// built here, whose header may still grow (a unix fd adds a field):
-    /// those are asked of libdbus each time.
+    /// its field up anew (docs/performance.md, 'The signal path'). A
+    /// received message is locked, so the strings stay where they are while
+    /// it lives. Nil for a message built here, whose header may still grow
+    /// (a unix fd adds a field): those are asked of libdbus each time.
     private let received: RoutingFields?
 
     /// Takes over a reference the caller already owns. `received`: it came

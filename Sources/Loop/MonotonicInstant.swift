@@ -4,7 +4,7 @@ import Glibc
 /// Linux (it keeps counting while the machine sleeps). birdctl has its own
 /// because ContinuousClock lives in the Swift Concurrency runtime, which
 /// nothing else in birdctl needs: using it linked that runtime in, and a
-/// `read` mapped 250 KB of its code.
+/// `read` mapped its code (see docs/performance.md, 'What a read maps').
 public struct MonotonicInstant: Comparable, Hashable, Sendable {
     /// Nanoseconds since boot: 292 years fit.
     private let nanoseconds: Int64

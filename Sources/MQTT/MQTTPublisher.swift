@@ -103,11 +103,12 @@ public final class MQTTPublisher: @unchecked Sendable {
     }
 
     /// libmosquitto formats a log line (vsnprintf into a fresh buffer) for
-    /// every packet it sends or receives whenever a log callback is set, some
-    /// 4,000 instructions per published reading. Its errors only explain a
-    /// connection that cannot be made (TLS, refused), so the callback is set
-    /// only while not connected: from the start and after each loss until
-    /// the CONNACK. Called on the publisher's thread once it runs.
+    /// every packet it sends or receives whenever a log callback is set, a
+    /// good part of what a published reading costs (see docs/performance.md,
+    /// 'The MQTT gateway'). Its errors only explain a connection that cannot
+    /// be made (TLS, refused), so the callback is set only while not
+    /// connected: from the start and after each loss until the CONNACK.
+    /// Called on the publisher's thread once it runs.
     private func listenToLog(_ listening: Bool) {
         guard listening else { return cmosq_log_callback_set(handle, nil) }
         cmosq_log_callback_set(handle) { _, context, level, text in

@@ -11,6 +11,9 @@ public struct GatewayMachine: Sendable {
     /// What to publish, before it is a topic and bytes.
     public enum Publication: Hashable, Sendable {
         case gatewayStatus(online: Bool)
+        /// Not retained, to the gateway itself: once it comes back, every
+        /// retained bird status the broker held has arrived (and been corrected).
+        case probe
         case gatewayDiscovery
         case birdStatus(address: String, online: Bool)
         /// The bird's sensors' discovery configs.
@@ -58,10 +61,14 @@ public struct GatewayMachine: Sendable {
         public var discovery: Bool
         /// At most this many birds remembered (strangers may come and go all day).
         public var maximumBirds: Int
+        /// `--fleet`: the bird's sensors are the fleet's, pointed at the
+        /// gateway that holds it: published again at every connection.
+        public var shared: Bool
 
-        public init(discovery: Bool, maximumBirds: Int = 4096) {
+        public init(discovery: Bool, maximumBirds: Int = 4096, shared: Bool = false) {
             self.discovery = discovery
             self.maximumBirds = maximumBirds
+            self.shared = shared
         }
     }
 
@@ -88,6 +95,8 @@ public struct GatewayMachine: Sendable {
     /// order of their first such reading.
     private var stateDue: [String] = []
     private var phase = Phase.idle
+    /// The gateway said `online` (after its first probe came back).
+    private var announced = false
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -100,10 +109,24 @@ public struct GatewayMachine: Sendable {
 
     // MARK: Events
 
+    /// The gateway's `online` waits for the probe: a gateway killed while it
+    /// held birds left their statuses `online`, and Home Assistant would show
+    /// them available (with their old values) between this gateway's
+    /// `online` and its corrections. Until then the broker holds `offline`
+    /// (the will, or the last clean exit).
     public mutating func start() -> [Action] {
         guard case .idle = phase else { return [] }
         phase = .running
-        return [.publishSticky(.gatewayStatus(online: true))] + (configuration.discovery ? [.publishSticky(.gatewayDiscovery)] : [])
+        return (configuration.discovery ? [.publishSticky(.gatewayDiscovery)] : []) + [.publish(.probe)]
+    }
+
+    /// The probe came back: every retained bird status has been seen, the
+    /// stale ones corrected; the gateway is online from now on (sticky: sent
+    /// again at every reconnect, after the birds' statuses).
+    public mutating func probeReturned() -> [Action] {
+        guard isRunning, !announced else { return [] }
+        announced = true
+        return [.publishSticky(.gatewayStatus(online: true))]
     }
 
     /// A reading: its value goes out at once and its bird's state is due.
@@ -136,7 +159,7 @@ public struct GatewayMachine: Sendable {
             actions += setOnline(peripheral, false)
             actions.append(.publish(.event(address: peripheral.address, report)))
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
-            .paired(let p), .polled(let p):
+            .paired(let p), .polled(let p), .written(let p, _, _):
             actions.append(.publish(.event(address: p.address, report)))
         case .gaveUp, .waiting, .links:
             actions.append(.publish(.event(address: nil, report)))
@@ -271,7 +294,7 @@ public struct GatewayMachine: Sendable {
         let forgotten = makeRoom(for: address)
         if !forgotten.isEmpty { actions.append(.forgetSticky(addresses: forgotten)) }
         var bird = birds[address, default: Bird()]
-        if online && configuration.discovery && !bird.discovered {
+        if online && configuration.discovery && (!bird.discovered || configuration.shared) {
             actions.append(.publishSticky(.birdDiscovery(peripheral)))
             bird.discovered = true
         }

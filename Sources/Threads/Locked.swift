@@ -19,8 +19,8 @@ public final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Inlinable: the MQTT publisher takes the lock for every reading, and
-    /// called across the module boundary unspecialized it cost ~200
-    /// instructions more a reading (callgrind).
+    /// called across the module boundary it ran unspecialized (see
+    /// docs/performance.md, 'The MQTT gateway').
     @inlinable
     public func withLock<Result>(_ body: (inout Value) throws(Never) -> Result) -> Result {
         pthread_mutex_lock(mutex)

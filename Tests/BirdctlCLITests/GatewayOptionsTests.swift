@@ -30,6 +30,34 @@ struct GatewayOptionsTests {
         #expect(parsed == expected, "\(url)")
     }
 
+    /// What the broker says of the fleet is anyone's: only what is shaped like ours counts.
+    @Test(arguments: [
+        ("house/kitchen/status", "online", FleetTopics.Received.gatewayStatus(room: "kitchen", online: true)),
+        ("house/kitchen/status", "", .gatewayStatus(room: "kitchen", online: false)),
+        ("house/fleet/F0:0D:B1:7D:00:01/holder", "garden", .holder(address: "F0:0D:B1:7D:00:01", room: "garden")),
+        ("house/fleet/f0:0d:b1:7d:00:01/holder", "", .holder(address: "F0:0D:B1:7D:00:01", room: nil)),
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "-61", .heard(address: "F0:0D:B1:7D:00:01", room: "hall", rssi: -61)),
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "", .heard(address: "F0:0D:B1:7D:00:01", room: "hall", rssi: nil)),
+    ] as [(String, String, FleetTopics.Received)])
+    func fleetMessages(_ topic: String, _ payload: String, _ expected: FleetTopics.Received) {
+        let topics = FleetTopics(root: "house", room: "kitchen")
+        #expect(topics.parse(MQTTMessage(topic, payload, retain: true)) == expected)
+    }
+
+    @Test(arguments: [
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "-300"),  // out of range
+        ("house/fleet/F0:0D:B1:7D:00:01/heard/hall", "loud"),
+        ("house/fleet/F0:0D:B1:7D:00:01/holder", "a/b"),  // no room
+        ("house/fleet/F0:0D:B1:7D:00:01/holder", String(repeating: "x", count: 65)),
+        ("house/fleet/not-an-address/holder", "hall"),
+        ("house/fleet/status", "online"),
+        ("other/kitchen/status", "online"),
+        ("house/kitchen/F0:0D:B1:7D:00:01/status", "online"),
+    ])
+    func foreignFleetMessagesAreIgnored(_ topic: String, _ payload: String) {
+        #expect(FleetTopics(root: "house", room: "kitchen").parse(MQTTMessage(topic, payload, retain: true)) == nil)
+    }
+
     @Test func credentialsFromTheEnvironmentNeedAUsername() throws {
         let (user, password) = try GatewayOptions.credentials(nil, ["BIRDCTL_MQTT_USERNAME": "u", "BIRDCTL_MQTT_PASSWORD": "p"])
         #expect(user == "u" && password == "p")
@@ -57,7 +85,7 @@ struct GatewayOptionsTests {
         let alpha = try #require(configs.first { $0.topic.hasSuffix("_alpha/config") })
         let text = String(decoding: alpha.payload, as: UTF8.self)
         #expect(text.contains(#""unit_of_measurement":"%""#), "\(text)")
-        #expect(text.contains(#""value_template":"{{ (value | float * 100) | round(0) | int }}""#), "\(text)")
+        #expect(text.contains(#""value_template":"{{ (value | float * 100) | round(0) | int if value else '' }}""#), "\(text)")
         #expect(!String(decoding: configs[0].payload, as: UTF8.self).contains("unit_of_measurement"), "the name has no unit")
         let gateway = String(decoding: messages.gatewayDiscovery(version: "1").payload, as: UTF8.self)
         #expect(gateway.contains(#""name":"birdctl kitchen""#), "\(gateway)")
@@ -187,14 +215,15 @@ struct GatewayReadBackTests {
         let topics = [
             "gw/status", "gw/\(robin)", "gw/\(robin)/alpha", "gw/\(robin)/status", "gw/F0:0D:B1:7D:00:02/name",
             "homeassistant/binary_sensor/birdctl_gw/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config",
-            "homeassistant/sensor/birdctl_gw_f00db17d0002_name/config",
+            "homeassistant/sensor/birdctl_gw_f00db17d0002_name/config", "homeassistant/number/birdctl_gw_F00DB17D0001_alpha_set/config",
             // Not this gateway's: a gateway under its prefix, another, a look-alike, anyone's.
             "gw/nested/status", "gw/nested/\(robin)/alpha", "homeassistant/sensor/birdctl_gw_nested_F00DB17D0001_alpha/config",
             "homeassistant/sensor/birdctl_gwx_F00DB17D0001_alpha/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_size/config",
             "homeassistant/sensor/birdctl_gw_F00DB17D000Z_alpha/config", "gw/notes", "homeassistant/sensor/thermo/config",
+            "homeassistant/number/birdctl_gw_F00DB17D0001_alpha/config", "homeassistant/light/birdctl_gw_F00DB17D0001_alpha_set/config",
         ]
-        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<8]))
-        #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6]])
+        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<9]))
+        #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6], topics[8]])
         #expect(gateway.topicsToClear(topics, onlyBirds: ["F0:0D:B1:7D:00:02"]) == [topics[4], topics[7]])
     }
 }

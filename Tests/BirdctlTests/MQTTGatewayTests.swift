@@ -96,14 +96,18 @@ struct MQTTGatewayTests {
             #expect(finished.status == 0, "\(finished.stderr)")
         }
         let before = try broker.retained("#")
-        let ours = ["gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D"]
+        let ours = [
+            "gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D",
+            "homeassistant/number/birdctl_gw_F00D", "homeassistant/text/birdctl_gw_F00D",
+        ]
         let others = before.filter { topic in !topic.key.hasPrefix("birdctl-test/") && !ours.contains { topic.key.hasPrefix($0) } }
         #expect(others.keys.contains("gw/nested/status") && others.keys.contains("other/\(bird)/alpha"))
         #expect(before["homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"] != nil)
 
         // Running: refused, nothing cleared.
         let running = try fake.launch("watch", "--quiet", "--mqtt", broker.url(prefix: "gw"))
-        #expect(await running.stderr(contains: "connected to the MQTT broker"))
+        // Online once it has read (and corrected) what the broker retains of its birds.
+        #expect(try await poll { try broker.retained("gw/status")["gw/status"] == "online" })
         let refused = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
         #expect(refused.status == 2 && refused.stderr.contains("is online"), "\(refused.stderr)")
         running.signal(SIGTERM)
@@ -384,6 +388,11 @@ struct MQTTGatewayTests {
         (["--mqtt-ca", "/etc/hostname"], "goes with --mqtt"),
         (["--quiet"], "--quiet goes with --mqtt"),
         (["--mqtt", "mqtt://localhost", "--mqtt-credentials", "/nonexistent"], "cannot read /nonexistent"),
+        (["--fleet"], "--fleet goes with --mqtt"),
+        (["--all", "--mqtt", "mqtt://localhost/house/kitchen", "--fleet-dwell", "3"], "--fleet-dwell goes with --fleet"),
+        (["--all", "--mqtt", "mqtt://localhost/house", "--fleet"], "--fleet needs a prefix ROOT/ROOM"),
+        (["--all", "--mqtt", "mqtt://localhost/house/fleet", "--fleet"], "cannot be 'fleet'"),
+        (["--mqtt", "mqtt://localhost/house/kitchen", "--fleet"], "--fleet goes with --all"),
     ])
     func badGatewayOptionsAreUsageErrors(_ arguments: [String], _ message: String) async throws {
         let finished = try await BirdctlProcess.run(["watch"] + arguments, environment: [:])

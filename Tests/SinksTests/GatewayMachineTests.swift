@@ -17,6 +17,7 @@ private extension GatewayMachine {
     static func running(_ birds: [BirdCentral.Peripheral] = [robin], discovery: Bool = true, maximumBirds: Int = 4096) -> GatewayMachine {
         var machine = GatewayMachine(.init(discovery: discovery, maximumBirds: maximumBirds))
         _ = machine.start()
+        _ = machine.probeReturned()
         for bird in birds { _ = machine.report(.connected(bird)) }
         return machine
     }
@@ -26,10 +27,16 @@ private extension GatewayMachine {
 struct GatewayMachineTests {
     @Test func startingPublishesTheGatewaysStatusAndDiscoveryAsSticky() {
         var machine = GatewayMachine(.init(discovery: true))
-        #expect(machine.start() == [.publishSticky(.gatewayStatus(online: true)), .publishSticky(.gatewayDiscovery)])
+        #expect(machine.start() == [.publishSticky(.gatewayDiscovery), .publish(.probe)])
         #expect(machine.start() == [])
+        // Online once the retained statuses were read (and stale ones corrected).
+        #expect(machine.retainedOnline("F0:0D:B1:7D:00:09") == [
+            .publishSticky(.birdStatus(address: "F0:0D:B1:7D:00:09", online: false))
+        ])
+        #expect(machine.probeReturned() == [.publishSticky(.gatewayStatus(online: true))])
+        #expect(machine.probeReturned() == [])
         var quiet = GatewayMachine(.init(discovery: false))
-        #expect(quiet.start() == [.publishSticky(.gatewayStatus(online: true))])
+        #expect(quiet.start() == [.publish(.probe)])
     }
 
     @Test func aConnectionIsAnEventThenDiscoveryOnceThenTheStatus() {

@@ -38,12 +38,19 @@ enum WatchCommand {
             birdctl exits 11 at once; it also exits 11 if the broker has not taken
             every reading when birdctl ends (it waits while the broker makes
             progress).
+
+            Several gateways: with --all --mqtt mqtt://BROKER/ROOT/ROOM --fleet, the
+            gateways sharing ROOT agree through the broker that each bird is
+            connected by the one that hears it best; a held bird moves only when
+            another hears it --fleet-margin dB louder for --fleet-dwell seconds, or
+            when its holder dies (docs/fleet.md).
             """,
         options: [
             .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .count, .duration, .noReconnect, .notifyMethod,
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
-            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .noDiscovery, .quiet, .help,
+            .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .mqttWriteTTL, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
+            .quiet, .help,
         ],
         run: run)
 
@@ -67,6 +74,7 @@ enum WatchCommand {
         if let both = links.hold.intersection(links.poll).first { throw UsageError("\(both) is both held and polled") }
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
+        if gatewayOptions?.fleet != nil && !all { throw UsageError("--fleet goes with --all (the gateways share every Bird)") }
         let quiet = arguments.has(.quiet)
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
         for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
@@ -79,7 +87,8 @@ enum WatchCommand {
             let driver = try common.centralDriver(
                 session,
                 BirdFleet(
-                    configuration, all: all, forgetAfter: common.forgetAfter, links: links, seed: UInt64.random(in: .min ... .max)),
+                    configuration, all: all, forgetAfter: common.forgetAfter, links: links, seed: UInt64.random(in: .min ... .max),
+                    shared: gatewayOptions?.fleet != nil),
                 onReport: { report in
                     // The command is ending: what comes now (a notification socket's
                     // last datagrams, calls failing) is neither printed nor published.
@@ -113,6 +122,12 @@ enum WatchCommand {
                 session.onBusLost = { ending.end(.busLost) }
             }
             gateway?.onFailure = driver.stop
+            gateway?.onWrite = { [unowned driver] in driver.write($0, $1) }
+            if let gateway, gatewayOptions?.fleet != nil {
+                driver.onHeard = { [unowned gateway] address, rssi in gateway.heard(address, rssi: rssi) }
+                gateway.onGrant = { [unowned driver] in driver.grant($0) }
+                gateway.onRelease = { [unowned driver] in driver.release($0) }
+            }
             return WatchDriver(central: driver, gateway: gateway)
         }
     }

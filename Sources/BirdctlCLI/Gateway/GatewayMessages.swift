@@ -21,10 +21,24 @@ struct GatewayMessages {
     /// The prefix as an id: `birdctl/kitchen` → `birdctl_kitchen` (one to
     /// one, `GatewayOptions.gatewayID`).
     let gatewayID: String
+    /// `--fleet`: a bird has one set of entities in the whole fleet, whose
+    /// configs its holder publishes (pointing at its own topics).
+    let fleet: FleetTopics?
+    /// This run's probe payload (`GatewayMachine.Publication.probe`).
+    let probeToken: String
 
-    init(prefix: String) {
+    init(prefix: String, fleet: FleetTopics? = nil) {
         self.prefix = prefix
         gatewayID = GatewayOptions.gatewayID(prefix)
+        self.fleet = fleet
+        probeToken = String(UInt64.random(in: .min ... .max), radix: 16)
+    }
+
+    var probeTopic: String { prefix + "/probe" }
+
+    /// Whether `message` is this run's probe, back from the broker.
+    func isProbe(_ message: MQTTMessage) -> Bool {
+        message.topic == probeTopic && message.payload.elementsEqual(probeToken.utf8)
     }
 
     var statusTopic: String { prefix + "/status" }
@@ -33,6 +47,7 @@ struct GatewayMessages {
     func render(_ publication: GatewayMachine.Publication, events: ReportFormatter, version: String) -> [MQTTMessage] {
         switch publication {
         case .gatewayStatus(let online): return [gatewayStatus(online: online)]
+        case .probe: return [MQTTMessage(probeTopic, probeToken, retain: false)]
         case .gatewayDiscovery: return [gatewayDiscovery(version: version)]
         case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
         case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
@@ -56,6 +71,40 @@ struct GatewayMessages {
 
     func birdStatus(_ address: String, online: Bool) -> MQTTMessage {
         MQTTMessage("\(prefix)/\(address)/status", online ? "online" : "offline", retain: true)
+    }
+
+    // MARK: Writes from MQTT
+
+    /// Where commands come in: `PREFIX/ADDRESS/FIELD/set`, or in a fleet
+    /// `ROOT/fleet/ADDRESS/FIELD/set` (whoever holds the bird carries it out).
+    var commandFilter: String { commandRoot + "/+/+/set" }
+    private var commandRoot: String { fleet.map { "\($0.root)/\(FleetTopics.shared)" } ?? prefix }
+
+    func commandTopic(_ address: String, _ field: BirdField) -> String { "\(commandRoot)/\(address)/\(field.rawValue)/set" }
+
+    /// The bird and field a command is for, or nil for any other topic.
+    func command(_ topic: String) -> (address: String, field: BirdField)? {
+        guard topic.hasPrefix(commandRoot + "/"), topic.hasSuffix("/set") else { return nil }
+        let levels = topic.dropFirst(commandRoot.count + 1).dropLast("/set".count).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2, Arguments.isAddress(String(levels[0])), let field = BirdField(rawValue: String(levels[1])) else {
+            return nil
+        }
+        return (levels[0].uppercased(), field)
+    }
+
+    /// A command's result (not retained): `{"ok":true,"value":…}` or `{"ok":false,"message":…}`, and the gateway.
+    func commandResult(_ address: String, _ field: BirdField, _ result: GatewayCommands.Result) -> MQTTMessage {
+        var object = JSONObject()
+        switch result {
+        case .written(let value):
+            object.add("ok", .bool(true))
+            object.add("value", ReportFormatter.jsonValue(value))
+        case .failed(let reason):
+            object.add("ok", .bool(false))
+            object.add("message", reason)
+        }
+        object.add("gateway", prefix)
+        return MQTTMessage("\(commandRoot)/\(address)/\(field.rawValue)/result", object.rendered, retain: false)
     }
 
     /// `PREFIX/+/status`: every bird's availability under this prefix.
@@ -119,21 +168,29 @@ struct GatewayMessages {
 
     var gatewayDiscoveryTopic: String { "homeassistant/binary_sensor/birdctl_\(gatewayID)/config" }
 
-    /// The id of a bird's sensor for `field` from this gateway.
+    /// The id of a bird's sensor for `field` from this gateway (in a fleet, the fleet's).
     private func sensorID(_ address: String, _ field: BirdField) -> String {
-        "birdctl_\(gatewayID)_\(address.filter { $0 != ":" })_\(field.rawValue)"
+        fleet == nil
+            ? "birdctl_\(gatewayID)_\(address.filter { $0 != ":" })_\(field.rawValue)"
+            : "birdctl_\(address.filter { $0 != ":" })_\(field.rawValue)"
     }
 
     private func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
 
-    /// Where this gateway's sensors' configs are (every one of any bird).
-    static let sensorDiscoveryFilter = "homeassistant/sensor/+/config"
+    /// Where this gateway's sensors' and controls' configs are (every one of any bird).
+    static let birdDiscoveryFilters = ["homeassistant/sensor/+/config", "homeassistant/number/+/config", "homeassistant/text/+/config"]
 
-    /// The bird whose sensor config of this gateway is at `topic`, or nil.
+    /// The bird whose sensor or control config of this gateway is at `topic`, or nil.
     func birdOfSensorConfig(_ topic: String) -> String? {
-        let head = "homeassistant/sensor/birdctl_\(gatewayID)_"
-        guard topic.hasPrefix(head), topic.hasSuffix("/config") else { return nil }
-        let id = topic.dropFirst(head.count).dropLast("/config".count)
+        guard topic.hasSuffix("/config"),
+            let kind = ["sensor", "number", "text"].first(where: { topic.hasPrefix("homeassistant/\($0)/birdctl_\(gatewayID)_") })
+        else { return nil }
+        let head = "homeassistant/\(kind)/birdctl_\(gatewayID)_"
+        var id = topic.dropFirst(head.count).dropLast("/config".count)
+        if kind != "sensor" {
+            guard id.hasSuffix("_set") else { return nil }
+            id = id.dropLast("_set".count)
+        }
         guard id.count > 13, let underscore = id.firstIndex(of: "_"), id.distance(from: id.startIndex, to: underscore) == 12,
             BirdField(rawValue: String(id[id.index(after: underscore)...])) != nil
         else { return nil }
@@ -153,9 +210,27 @@ struct GatewayMessages {
     /// What this gateway publishes retained about a bird (its values, state
     /// and status) and its sensors' discovery configs: what forgetting it clears.
     func retainedTopics(of address: String) -> [String] {
+        // In a fleet the sensors are the fleet's: another gateway may hold the bird now.
         ["\(prefix)/\(address)"] + BirdField.allCases.map { "\(prefix)/\(address)/\($0.rawValue)" }
-            + ["\(prefix)/\(address)/status"] + BirdField.allCases.map { sensorTopic(sensorID(address, $0)) }
+            + ["\(prefix)/\(address)/status"]
+            + (fleet == nil ? BirdField.allCases.map { sensorTopic(sensorID(address, $0)) } + controlTopics(address) : [])
     }
+
+    /// `--fleet`: the configs of the bird's sensors and controls (the fleet's), which its holder publishes.
+    func sharedDiscoveryTopics(of address: String) -> [String] {
+        guard fleet != nil else { return [] }
+        return (BirdField.allCases.map { sensorID(address, $0) } + ["birdctl_\(address.filter { $0 != ":" })_holder"]).map(sensorTopic)
+            + controlTopics(address)
+    }
+
+    /// The configs of the bird's controls (one per field).
+    private func controlTopics(_ address: String) -> [String] {
+        BirdField.allCases.map { "homeassistant/\(Self.controlKind($0))/\(sensorID(address, $0))_set/config" }
+    }
+
+    /// A `number` in % for alpha; `text` for the name and the colour (a
+    /// light's RGB would make a bird a lamp in Home Assistant's eyes).
+    private static func controlKind(_ field: BirdField) -> String { field == .alpha ? "number" : "text" }
 
     /// Of the retained `topics` (under the prefix and the discovery configs),
     /// this gateway's: all of them, or only those of `onlyBirds`.
@@ -192,7 +267,7 @@ struct GatewayMessages {
         device.add("manufacturer", "Bird")
         device.add("model", "Bird Service peripheral")
         device.add("via_device", "birdctl_" + gatewayID)
-        return BirdField.allCases.map { field in
+        return BirdField.allCases.map { field -> MQTTMessage in
             let id = sensorID(address, field)
             var config = JSONObject()
             config.add("name", field.rawValue.capitalized)
@@ -205,15 +280,79 @@ struct GatewayMessages {
             case .color: config.add("icon", "mdi:palette")
             case .alpha:
                 // The topic has the fraction `--json` has (0.8); people read 80 %.
+                // An empty payload (the topic cleared) is no state, not a template error.
                 config.add("icon", "mdi:circle-opacity")
                 config.add("state_class", "measurement")
                 config.add("unit_of_measurement", "%")
-                config.add("value_template", "{{ (value | float * 100) | round(0) | int }}")
+                config.add("value_template", "{{ (value | float * 100) | round(0) | int if value else '' }}")
             }
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
             return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
+        } + BirdField.allCases.map { controlDiscovery(address, $0, device: device, version: version) } + (fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? [])
+    }
+
+    /// A control that writes the field through MQTT, available like the sensors.
+    private func controlDiscovery(_ address: String, _ field: BirdField, device: JSONObject, version: String) -> MQTTMessage {
+        let id = sensorID(address, field) + "_set"
+        var config = JSONObject()
+        config.add("name", "Set " + field.rawValue)
+        config.add("unique_id", id)
+        config.add("command_topic", commandTopic(address, field))
+        config.add("state_topic", "\(prefix)/\(address)/\(field.rawValue)")
+        config.add("availability", .array([topic(statusTopic), topic("\(prefix)/\(address)/status")]))
+        config.add("availability_mode", "all")
+        switch field {
+        case .alpha:
+            config.add("min", .integer(0))
+            config.add("max", .integer(100))
+            config.add("step", .integer(1))
+            config.add("mode", "slider")
+            config.add("unit_of_measurement", "%")
+            config.add("value_template", "{{ (value | float * 100) | round(0) | int if value else '' }}")
+            config.add("command_template", "{{ value | int }}")
+        case .name:
+            config.add("max", .integer(Sighting.maximumNameBytes))
+        case .color:
+            config.add("pattern", "^#?[0-9A-Fa-f]{6}([0-9A-Fa-f]{2})?$")
         }
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage("homeassistant/\(Self.controlKind(field))/\(id)/config", config.rendered, retain: true)
+    }
+
+    /// `--fleet`: which gateway (room) holds the bird, as a sensor of the bird.
+    private func holderDiscovery(_ address: String, device: JSONObject, fleet: FleetTopics, version: String) -> MQTTMessage {
+        let id = "birdctl_\(address.filter { $0 != ":" })_holder"
+        var config = JSONObject()
+        config.add("name", "Gateway")
+        config.add("unique_id", id)
+        config.add("state_topic", fleet.holderTopic(address))
+        config.add("icon", "mdi:router-wireless")
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
+    }
+
+    /// `--fleet`: how loud this gateway hears a bird of the fleet, as a
+    /// sensor of the bird's device (available while the gateway is online).
+    func hearingDiscovery(_ address: String, fleet: FleetTopics, version: String) -> MQTTMessage {
+        let hex = address.filter { $0 != ":" }
+        let id = "birdctl_\(gatewayID)_\(hex)_rssi"
+        var device = JSONObject()
+        device.add("identifiers", .list([.string("birdctl_" + hex)]))
+        var config = JSONObject()
+        config.add("name", "RSSI \(fleet.room)")
+        config.add("unique_id", id)
+        config.add("state_topic", fleet.heardTopic(address))
+        config.add("availability_topic", statusTopic)
+        config.add("device_class", "signal_strength")
+        config.add("unit_of_measurement", "dBm")
+        config.add("state_class", "measurement")
+        config.add("entity_category", "diagnostic")
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
     }
 
     private func topic(_ name: String) -> JSONObject {

@@ -1,5 +1,6 @@
 import Glibc
 import MQTT
+import Sinks
 
 /// What `--mqtt` and its companion options say: the broker, the topic
 /// prefix, credentials (from a file or the environment, never argv) and TLS.
@@ -8,6 +9,12 @@ struct GatewayOptions {
     /// `birdctl/<hostname>` unless the URL has a path.
     var prefix: String
     var discovery: Bool
+    /// `--fleet`: the gateways under the prefix's parent (ROOT) share the
+    /// birds; this one is the prefix's last level (ROOM).
+    var fleet: FleetOwnership.Configuration?
+    var fleetRoot: String?
+    /// How long a write from MQTT waits for its bird.
+    var writeTimeToLive: Duration = .seconds(60)
     /// Where the broker is, for messages (`mqtt://host:port`).
     var brokerDescription: String
     /// For stderr, before anything is sent: a password at risk.
@@ -19,8 +26,13 @@ struct GatewayOptions {
     /// nil without `--mqtt` (the companion options then are a usage error).
     init?(_ arguments: Arguments, environment: [String: String]) throws(UsageError) {
         guard let url = arguments.value(.mqtt) else {
-            let companions: [Option] = [.mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes]
-            if let stray = companions.first(where: { arguments.value($0) != nil }) ?? (arguments.has(.noDiscovery) ? .noDiscovery : nil) {
+            let companions: [Option] = [
+                .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .fleetMargin, .fleetDwell,
+                .mqttWriteTTL,
+            ]
+            if let stray = companions.first(where: { arguments.value($0) != nil })
+                ?? [Option.noDiscovery, .fleet].first(where: { arguments.has($0) })
+            {
                 throw UsageError("\(stray.name) goes with --mqtt")
             }
             return nil
@@ -30,6 +42,8 @@ struct GatewayOptions {
         settings = MQTTSettings(host: target.host, port: target.port, clientID: "birdctl_" + Self.gatewayID(prefix))
         brokerDescription = "\(target.secure ? "mqtts" : "mqtt")://\(target.host):\(target.port)"
         discovery = !arguments.has(.noDiscovery)
+        (fleetRoot, fleet) = try Self.fleet(arguments, prefix: prefix)
+        writeTimeToLive = arguments.deadline(.mqttWriteTTL)
         settings.bufferCapacity = arguments.integer(.mqttBuffer) ?? settings.bufferCapacity
         settings.bufferByteCapacity = arguments.integer(.mqttBufferBytes) ?? settings.bufferByteCapacity
 
@@ -53,6 +67,25 @@ struct GatewayOptions {
         if settings.password != nil && !target.secure && !Self.isLoopback(target.host) {
             warnings.append("the MQTT password goes to \(target.host) in plain text (mqtt://); use mqtts:// with --mqtt-ca")
         }
+    }
+
+    /// `--fleet`'s root and this gateway's room, from the prefix `ROOT/ROOM`.
+    static func fleet(_ arguments: Arguments, prefix: String) throws(UsageError) -> (String?, FleetOwnership.Configuration?) {
+        guard arguments.has(.fleet) else {
+            if let stray = [Option.fleetMargin, .fleetDwell].first(where: { arguments.value($0) != nil }) {
+                throw UsageError("\(stray.name) goes with --fleet")
+            }
+            return (nil, nil)
+        }
+        guard let slash = prefix.lastIndex(of: "/") else {
+            throw UsageError("--fleet needs a prefix ROOT/ROOM (the gateways of one fleet share ROOT); the URL's is one level")
+        }
+        let room = String(prefix[prefix.index(after: slash)...])
+        if room == FleetTopics.shared { throw UsageError("--fleet: a gateway's room cannot be '\(FleetTopics.shared)' (the fleet's own topics)") }
+        var configuration = FleetOwnership.Configuration(room: room)
+        configuration.margin = arguments.integer(.fleetMargin) ?? configuration.margin
+        configuration.dwell = arguments.deadline(.fleetDwell)
+        return (String(prefix[..<slash]), configuration)
     }
 
     // MARK: The URL

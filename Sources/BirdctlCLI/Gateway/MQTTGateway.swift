@@ -28,11 +28,31 @@ final class MQTTGateway: @unchecked Sendable {
     var onFailure: (@Sendable () -> Void)?
     private var failed = false
 
+    /// `--fleet`: which birds this gateway connects, agreed with the others
+    /// through the broker; the central is told through these (on the loop).
+    private var ownership: FleetOwnership?
+    private let fleetTopics: FleetTopics?
+    private let startedAt = MonotonicInstant.now
+    var onGrant: ((String) -> Void)?
+    var onRelease: ((String) -> Void)?
+
+    /// Writes asked for over MQTT; `onWrite` carries one out on the bird's
+    /// link (false: no link to it), answered by a `written` report.
+    private var commands: GatewayCommands
+    var onWrite: ((String, BirdValue) -> Bool)?
+
     init(_ options: GatewayOptions, loop: EventLoop) {
         self.options = options
-        messages = GatewayMessages(prefix: options.prefix)
-        machine = GatewayMachine(.init(discovery: options.discovery))
+        machine = GatewayMachine(.init(discovery: options.discovery, shared: options.fleet != nil))
+        commands = GatewayCommands(.init(timeToLive: options.writeTimeToLive))
         self.loop = loop
+        if let fleet = options.fleet, let root = options.fleetRoot {
+            ownership = FleetOwnership(fleet)
+            fleetTopics = FleetTopics(root: root, room: fleet.room)
+        } else {
+            fleetTopics = nil
+        }
+        messages = GatewayMessages(prefix: options.prefix, fleet: fleetTopics)
     }
 
     /// Connects in the background; readings queue until the broker answers.
@@ -41,7 +61,9 @@ final class MQTTGateway: @unchecked Sendable {
         // At every connect: what the broker says of our birds' availability,
         // to correct what a gateway that died left (its will covers only
         // PREFIX/status).
-        settings.subscriptions = [messages.birdStatusFilter]
+        // The probe last: its echo comes after every retained status.
+        settings.subscriptions = [messages.birdStatusFilter, messages.commandFilter] + (fleetTopics?.filters ?? [])
+            + [messages.probeTopic]
         let publisher: MQTTPublisher
         do throws(MQTTError) {
             publisher = try MQTTPublisher(settings) { [weak self] event in self?.publisherEvent(event) }
@@ -52,6 +74,7 @@ final class MQTTGateway: @unchecked Sendable {
         perform(machine.start())
         publisher.start()
         loop.addBeforePollHook { [weak self] in self?.wakeUpEnds() }
+        scheduleTick()
     }
 
     // MARK: Events (on the loop)
@@ -61,6 +84,7 @@ final class MQTTGateway: @unchecked Sendable {
         guard publisher != nil else { return }
         if case .reading(let peripheral, let value, _, _) = report {
             // The hot path: no action array, no publication.
+            if commands.hasPending { perform(commands.streams(peripheral.address)) }
             switch machine.reading(peripheral.address, value) {
             case .publishValue: break
             case .forgetStickyThenPublishValue(let forgotten): perform(.forgetSticky(addresses: forgotten))
@@ -69,7 +93,27 @@ final class MQTTGateway: @unchecked Sendable {
             publisher?.publish(messages.value(peripheral.address, value))
             return
         }
+        switch report {
+        case .connected(let peripheral):
+            // Writes may go from now on (one refused as not ready yet goes again at the next reading).
+            perform(commands.streams(peripheral.address.uppercased()))
+            fleet { $0.linked(peripheral.address, true, now: $1) }
+        case .disconnected(let peripheral):
+            perform(commands.disconnected(peripheral.address))
+            fleet { $0.linked(peripheral.address, false, now: $1) }
+            // The next holder publishes the fleet's sensors of the bird: ours must not come back after a reconnect.
+            if ownership != nil { publisher?.forgetSticky(Set(messages.sharedDiscoveryTopics(of: peripheral.address))) }
+        case .written(let peripheral, let value, let failure):
+            perform(commands.written(
+                peripheral.address.uppercased(), value, failure: failure.map { "\($0)" }, retry: failure?.kind == .notReady))
+        default: break
+        }
         perform(machine.report(report))
+    }
+
+    /// `--fleet`: a Bird heard at `rssi` (from the central, on the loop).
+    func heard(_ address: String, rssi: Int16) {
+        fleet { $0.heard(address, rssi: Int(rssi), now: $1) }
     }
 
     private func wakeUpEnds() {
@@ -162,6 +206,86 @@ final class MQTTGateway: @unchecked Sendable {
         messages.render(publication, events: events, version: Version.text)
     }
 
+    // MARK: The fleet (on the loop)
+
+    private var now: Duration { MonotonicInstant.now - startedAt }
+
+    /// Runs an event on the fleet's machine, if any, and performs its actions.
+    private func fleet(_ event: (inout FleetOwnership, Duration) -> [FleetOwnership.Action]) {
+        guard ownership != nil, publisher != nil, machine.isRunning else { return }
+        let actions = event(&ownership!, now)
+        for action in actions { perform(action) }
+    }
+
+    /// Once a second: the fleet's dwell times and silences, the writes' time to live.
+    private func scheduleTick() {
+        _ = loop.schedule(after: .seconds(1)) { [weak self] in
+            guard let self, machine.isRunning else { return }
+            fleet { $0.tick(now: $1) }
+            perform(commands.tick(now: now))
+            scheduleTick()
+        }
+    }
+
+    // MARK: Writes from MQTT (on the loop)
+
+    /// A command from the broker: validated with `birdctl set`'s rules; in a
+    /// fleet, only the bird's holder (or every gateway, while none holds it) takes it.
+    private func command(_ address: String, _ field: BirdField, _ payload: [UInt8]) {
+        guard machine.isRunning else { return }
+        if let ownership, let holder = ownership.holder(of: address), holder != ownership.configuration.room { return }
+        let value = payload.count <= 1024 ? BirdCodec.decode(field, payload) : .failure(BirdValueError(field: field, raw: [], reason: "over 1024 bytes"))
+        perform(commands.requested(address, field, value, now: now))
+    }
+
+    private func perform(_ actions: [GatewayCommands.Action]) {
+        for action in actions {
+            switch action {
+            case .write(let address, let value):
+                if onWrite?(address, value) != true {
+                    // No machine follows the bird (yet): it waits for its next reading.
+                    perform(commands.written(address, value, failure: nil, retry: true))
+                }
+            case .result(let address, let field, let result):
+                publisher?.publish(messages.commandResult(address, field, result))
+            }
+        }
+    }
+
+    private func perform(_ action: FleetOwnership.Action) {
+        guard let topics = fleetTopics, let publisher else { return }
+        switch action {
+        case .publishHeard(let address, let rssi): publisher.publishSticky(topics.heard(address, rssi: rssi))
+        case .claim(let address): publisher.publishSticky(topics.claim(address))
+        case .dropClaim(let address): publisher.forgetSticky([topics.holderTopic(address)])
+        case .withdrawClaim(let address):
+            publisher.forgetSticky([topics.holderTopic(address)])
+            publisher.publish(GatewayMessages.clearing(topics.holderTopic(address)))
+        case .grant(let address): onGrant?(address)
+        case .release(let address):
+            perform(commands.handedOver(address))
+            onRelease?(address)
+        case .forgotten(let address): publisher.forgetSticky([topics.heardTopic(address)])
+        case .hearingSensor(let address, true):
+            if options.discovery { publisher.publishSticky(messages.hearingDiscovery(address, fleet: topics, version: Version.text)) }
+        case .hearingSensor(let address, false):
+            guard options.discovery else { return }
+            let config = messages.hearingDiscovery(address, fleet: topics, version: Version.text).topic
+            publisher.forgetSticky([config])
+            publisher.publish(GatewayMessages.clearing(config))
+        }
+    }
+
+    private func received(_ message: FleetTopics.Received) {
+        switch message {
+        case .gatewayStatus(let room, let online): fleet { $0.gatewayStatus(room, online: online, now: $1) }
+        case .holder(let address, let room):
+            if let room, room != fleetTopics?.room { commands.answeredElsewhere(address) }
+            fleet { $0.reportedHolder(address, room, now: $1) }
+        case .heard(let address, let room, let rssi): fleet { $0.reportedHeard(address, by: room, rssi: rssi, now: $1) }
+        }
+    }
+
     // MARK: The publisher's events (its thread)
 
     private func publisherEvent(_ event: MQTTEvent) {
@@ -169,14 +293,30 @@ final class MQTTGateway: @unchecked Sendable {
         switch event {
         case .connected(let backlog):
             Diagnostics.say("connected to the MQTT broker at \(broker)" + (backlog > 0 ? "; sending \(backlog) queued message(s)" : ""))
+            loop.execute { [self] in fleet { $0.brokerConnected(now: $1) } }
         case .lost(let reason, let queued):
             Diagnostics.say("lost the MQTT broker at \(broker) (\(reason)); queuing (\(queued) waiting) and reconnecting")
+            loop.execute { [self] in fleet { $0.brokerLost(now: $1) } }
         case .dropped(let count):
             Diagnostics.error("the MQTT buffer was full while the broker was away: dropped the \(count) oldest message(s)")
             loop.execute { [self] in perform(machine.dropped(count)) }
         case .failed(let error):
             loop.execute { [self] in fail(error) }
         case .received(let message):
+            if messages.isProbe(message) {
+                loop.execute { [self] in perform(machine.probeReturned()) }
+                return
+            }
+            if let fleetMessage = fleetTopics?.parse(message) {
+                loop.execute { [self] in received(fleetMessage) }
+                return
+            }
+            // A retained command would be carried out again at every connect: commands are not retained.
+            if !message.retain, let (address, field) = messages.command(message.topic) {
+                let payload = Array(message.payload)
+                loop.execute { [self] in command(address, field, payload) }
+                return
+            }
             guard let address = messages.retainedOnline(message) else { return }
             loop.execute { [self] in perform(machine.retainedOnline(address)) }
         }

@@ -43,7 +43,7 @@ enum RetireCommand {
         settings.clientID += "/retire"
         do throws(MQTTError) {
             let session = try MQTTRetainedSession(
-                settings, filters: [options.prefix + "/#", messages.gatewayDiscoveryTopic, GatewayMessages.sensorDiscoveryFilter],
+                settings, filters: [options.prefix + "/#", messages.gatewayDiscoveryTopic] + GatewayMessages.birdDiscoveryFilters,
                 probeTopic: options.prefix + "/retire")
             let retained = try session.readRetained(deadline: deadline)
             if retained.contains(where: { $0.topic == messages.statusTopic && $0.payload.elementsEqual("online".utf8) }) {

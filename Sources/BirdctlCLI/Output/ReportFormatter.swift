@@ -35,7 +35,9 @@ struct ReportFormatter {
         line += styled(value).utf8
     }
 
-    /// Two spaces, byte by byte: appending a shared array cost ~90 instructions.
+    /// Two spaces, byte by byte: appending a shared array cost its lazy
+    /// global, a retain and a generic append per gap (docs/performance.md,
+    /// 'The signal path').
     private static func appendGap(to line: inout [UInt8]) {
         line.append(UInt8(ascii: " "))
         line.append(UInt8(ascii: " "))
@@ -148,6 +150,13 @@ struct ReportFormatter {
             return event("pairing", p).rendered
         case .paired(let p):
             return event("paired", p).rendered
+        case .written(let p, let value, let failure):
+            var object = event("written", p)
+            object.add("field", value.field.rawValue)
+            object.add("value", Self.jsonValue(value))
+            object.add("ok", .bool(failure == nil))
+            if let failure { object.add("message", "could not write \(value.field): \(failure)") }
+            return object.rendered
         case .reading, .badValue:
             return nil
         }
@@ -171,6 +180,8 @@ struct ReportFormatter {
         case .polled(let p): "polling \(label(p)) from now on, to share the last link"
         case .pairing(let p): "pairing with \(label(p))"
         case .paired(let p): "paired with \(label(p))"
+        case .written(let p, let value, nil): "wrote \(value.field) \(value.text) to \(label(p))"
+        case .written(let p, let value, let failure?): "could not write \(value.field) to \(p.address): \(explained(failure))"
         case .reading, .badValue: nil
         }
     }

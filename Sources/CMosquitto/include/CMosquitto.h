@@ -3,7 +3,8 @@
 
 // libmosquitto, the reference MQTT client library, loaded with dlopen the
 // first time a gateway starts: every other command (read, scan, ...) then
-// never maps libmosquitto and OpenSSL (about 2 MiB of RSS at start-up).
+// never maps libmosquitto and OpenSSL, which would add to every command's
+// peak RSS (see docs/performance.md, 'What a read maps').
 // Each cmosq_ function calls the libmosquitto function of the same name.
 #include <mosquitto.h>
 #include <stdbool.h>

@@ -1,0 +1,102 @@
+import Bird
+import Sinks
+import Testing
+
+private let robin = "F0:0D:B1:7D:00:01"
+private let half = BirdValue.alpha(percent: 50)
+
+@Suite("Writes from MQTT, through events")
+struct GatewayCommandsTests {
+    private func streaming() -> GatewayCommands {
+        var commands = GatewayCommands(.init(timeToLive: .seconds(10)))
+        _ = commands.streams(robin)
+        return commands
+    }
+
+    @Test func aWriteForAStreamingBirdGoesOutAtOnceAndItsAnswerIsTheResult() {
+        var commands = streaming()
+        #expect(commands.requested(robin, .alpha, .success(half), now: .zero) == [.write(address: robin, half)])
+        #expect(commands.written(robin, half, failure: nil, retry: false) == [.result(address: robin, .alpha, .written(half))])
+        #expect(!commands.hasPending)
+        // A refusal is the result too.
+        _ = commands.requested(robin, .alpha, .success(half), now: .zero)
+        #expect(commands.written(robin, half, failure: "Not permitted", retry: false) == [
+            .result(address: robin, .alpha, .failed("Not permitted"))
+        ])
+    }
+
+    @Test func aBadValueIsAResultAtOnce() {
+        var commands = streaming()
+        let bad = BirdCodec.parse(.color, "purple")
+        let actions = commands.requested(robin, .color, bad, now: .zero)
+        #expect(actions.count == 1)
+        guard case .result(robin, .color, .failed(let reason))? = actions.first else {
+            Issue.record("\(actions)")
+            return
+        }
+        #expect(reason.contains("not a hex colour"), "\(reason)")
+        #expect(!commands.hasPending)
+    }
+
+    @Test func aWriteWaitsForItsBirdThenGoesOnceOrFailsAfterItsTimeToLive() {
+        var commands = GatewayCommands(.init(timeToLive: .seconds(10)))
+        #expect(commands.requested(robin, .alpha, .success(half), now: .zero) == [])
+        #expect(commands.tick(now: .seconds(9)) == [])
+        #expect(commands.streams(robin) == [.write(address: robin, half)])
+        #expect(commands.streams(robin) == [])  // in flight: once
+        var late = GatewayCommands(.init(timeToLive: .seconds(10)))
+        _ = late.requested(robin, .alpha, .success(half), now: .zero)
+        #expect(late.tick(now: .seconds(10)) == [.result(address: robin, .alpha, .failed("the bird was not connected in time"))])
+        #expect(late.streams(robin) == [])
+    }
+
+    @Test func aNewerValueReplacesOneWaitingAndFollowsOneInFlight() {
+        var waiting = GatewayCommands()
+        _ = waiting.requested(robin, .alpha, .success(half), now: .zero)
+        #expect(waiting.requested(robin, .alpha, .success(.alpha(percent: 20)), now: .zero) == [
+            .result(address: robin, .alpha, .failed("replaced by a newer value"))
+        ])
+        #expect(waiting.streams(robin) == [.write(address: robin, .alpha(percent: 20))])
+
+        var inFlight = streaming()
+        _ = inFlight.requested(robin, .alpha, .success(half), now: .zero)
+        #expect(inFlight.requested(robin, .alpha, .success(.alpha(percent: 20)), now: .zero) == [])
+        #expect(inFlight.written(robin, half, failure: nil, retry: false) == [
+            .result(address: robin, .alpha, .written(half)), .write(address: robin, .alpha(percent: 20)),
+        ])
+    }
+
+    @Test func aLostLinkFailsTheWriteInFlightAndAHandoverFailsEveryWrite() {
+        var commands = streaming()
+        _ = commands.requested(robin, .alpha, .success(half), now: .zero)
+        #expect(commands.disconnected(robin) == [
+            .result(address: robin, .alpha, .failed("the link was lost before the bird answered"))
+        ])
+        _ = commands.requested(robin, .name, .success(.name("Wren")), now: .zero)
+        #expect(commands.handedOver(robin) == [.result(address: robin, .name, .failed("another gateway holds the bird now"))])
+        #expect(!commands.hasPending)
+    }
+
+    @Test func writesWaitingForABirdAnotherGatewayCameToHoldGoWithoutAResult() {
+        var commands = GatewayCommands()
+        _ = commands.requested(robin, .alpha, .success(half), now: .zero)
+        commands.answeredElsewhere(robin)
+        #expect(!commands.hasPending)
+        #expect(commands.tick(now: .seconds(3600)) == [])
+    }
+
+    @Test func aWriteRefusedAsNotReadyIsTriedAgainAtTheNextReading() {
+        var commands = streaming()
+        _ = commands.requested(robin, .alpha, .success(half), now: .zero)
+        #expect(commands.written(robin, half, failure: "Not Ready", retry: true) == [])
+        #expect(commands.streams(robin) == [.write(address: robin, half)])
+    }
+
+    @Test func birdsWithWritesWaitingAreBounded() {
+        var commands = GatewayCommands(.init(maximumBirds: 2))
+        for index in 1...2 { _ = commands.requested("F0:0D:B1:7D:00:0\(index)", .alpha, .success(half), now: .zero) }
+        #expect(commands.requested("F0:0D:B1:7D:00:09", .alpha, .success(half), now: .zero) == [
+            .result(address: "F0:0D:B1:7D:00:09", .alpha, .failed("too many birds with writes waiting"))
+        ])
+    }
+}
