@@ -2,7 +2,7 @@ import Bird
 import BlueZ
 
 /// birdctl's exit codes, one per failure class; `meaning` says each (for
-/// `--help` and the man page; the README's table is checked against it).
+/// `--help` and the man page; docs/guide.md's table is checked against it).
 enum ExitStatus: Int32, Error, CaseIterable {
     case success = 0
     case internalError = 1

@@ -8,7 +8,7 @@ import Testing
 /// watching a closed socket, and before birdctl listened for the loss
 /// `watch` sat in epoll_wait at 0 % CPU and systemd never restarted it).
 /// The deadline is generous on purpose: the point is that it ends at all
-/// (it takes milliseconds; see the README's fault matrix).
+/// (it takes milliseconds; see the fault matrix in docs/guide.md).
 @Suite("the system bus goes away")
 struct BusLossTests {
     static let message = "the system bus went away"

@@ -3,9 +3,9 @@ import DBus
 import Foundation
 import Testing
 
-/// The README's fault matrix: what BlueZ, the radio or the terminal can do
-/// to a read or a watch, and the documented outcome of each. Rows already
-/// covered elsewhere are named in the README next to their row.
+/// The user guide's fault matrix (docs/guide.md): what BlueZ, the radio or
+/// the terminal can do to a read or a watch, and the documented outcome of
+/// each. Rows already covered elsewhere name their test in the guide.
 @Suite("Fault matrix")
 struct FaultMatrixTests {
     /// Waits until the fake has seen a call of `method`.
