@@ -80,6 +80,9 @@ extension Option {
 
     static let mqtt = Option(
         "--mqtt", "also publish to this MQTT broker: mqtt[s]://HOST[:PORT][/PREFIX]", .text(label: "URL"))
+    /// `retire`'s: the same option, what it names there.
+    static let retireMQTT = Option(
+        "--mqtt", "the broker and prefix of the gateway to clear: mqtt[s]://HOST[:PORT][/PREFIX]", .text(label: "URL"))
     static let mqttCredentials = Option(
         "--mqtt-credentials", "the broker's USERNAME:PASSWORD, one line (never on the command line)",
         .text(label: "FILE", completion: .file))

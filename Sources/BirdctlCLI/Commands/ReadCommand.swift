@@ -6,8 +6,9 @@ enum ReadCommand {
         name: "read", summary: "read a Bird's name, color and alpha once",
         operands: Arguments.addressAndFieldsOperands,
         details: """
-            Finds the first Bird (or the one at ADDRESS), connects, reads the fields
-            (all three by default), prints them and disconnects. With one field the
+            Finds a Bird (the one heard strongest on average in the second after the
+            first is heard, or the one at ADDRESS), connects, reads the fields (all
+            three by default), prints them and disconnects. With one field the
             value is printed bare, for scripts: color=$(birdctl read color). Exits 0
             only if every field decoded; 8 if one did not.
             """,

@@ -2,7 +2,7 @@ import Bird
 import MQTT
 import Sinks
 
-/// The topics and payloads a gateway publishes (README, "MQTT"):
+/// The topics and payloads a gateway publishes (docs/mqtt.md, "Topics"):
 ///
 ///     <prefix>/status                 online | offline (retained; the will)
 ///     <prefix>/event                  events without a bird (JSON)

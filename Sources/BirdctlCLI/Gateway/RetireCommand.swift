@@ -20,7 +20,7 @@ enum RetireCommand {
             (exit 2) while the gateway is online (PREFIX/status): stop it first, or
             it would publish its status and discovery again. Needs no Bluetooth.
             """,
-        options: [.mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .help],
+        options: [.retireMQTT, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .help],
         run: run)
 
     /// How long each step (reading what is retained, clearing it) may take.
