@@ -265,14 +265,6 @@ public struct BirdFleet: Sendable {
         on(id) { $0.readCompleted(field, result) }
     }
 
-    /// The bird at `address` is written `value` on the link a machine holds;
-    /// nil (and nothing done) if none has a link to it.
-    public mutating func writeRequested(_ address: String, _ value: BirdValue) -> [Action]? {
-        let address = address.uppercased()
-        guard outcome == nil, let id = machines.first(where: { $0.central.linkedAddress == address })?.id else { return nil }
-        return on(id) { $0.writeRequested(value) }
-    }
-
     public mutating func writeCompleted(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
         on(id) { $0.writeCompleted(result) }
     }
