@@ -24,8 +24,14 @@ public struct FleetOwnership: Sendable {
         /// …for how long, before it takes the bird over.
         public var dwell: Duration
         /// After (re)connecting to the broker, how long to take in what it
-        /// retains before claiming a bird nobody holds.
+        /// retains before claiming a bird nobody holds: longer than the 10 s
+        /// a gateway waits at most between reconnects, so that after a
+        /// broker restart every holder is back (and says so) first.
         public var settle: Duration
+        /// A holder's `offline` (its will) stands this long before its birds
+        /// are taken: a broker shutting down publishes every gateway's will
+        /// just before it closes the connections, which is no death.
+        public var takeoverDelay: Duration
         /// A gateway that lost the broker for this long lets its birds go
         /// (others may have taken them over once its will was published).
         public var brokerGrace: Duration
@@ -37,13 +43,15 @@ public struct FleetOwnership: Sendable {
         public var maximumBirds: Int
 
         public init(
-            room: String, margin: Int = 8, dwell: Duration = .seconds(20), settle: Duration = .seconds(5),
-            brokerGrace: Duration = .seconds(30), silence: Duration = .seconds(60), maximumBirds: Int = 4096
+            room: String, margin: Int = 8, dwell: Duration = .seconds(20), settle: Duration = .seconds(12),
+            takeoverDelay: Duration = .seconds(2), brokerGrace: Duration = .seconds(30), silence: Duration = .seconds(60),
+            maximumBirds: Int = 4096
         ) {
             self.room = room
             self.margin = margin
             self.dwell = dwell
             self.settle = settle
+            self.takeoverDelay = takeoverDelay
             self.brokerGrace = brokerGrace
             self.silence = silence
             self.maximumBirds = maximumBirds
@@ -93,6 +101,8 @@ public struct FleetOwnership: Sendable {
     private(set) var birds: [String: Bird] = [:]
     /// Rooms whose gateway says `online`.
     private(set) var alive: Set<String> = []
+    /// Since when each room that said `offline` has been so (rooms are few).
+    private var offlineSince: [String: Duration] = [:]
     /// Since when the broker is connected, or nil.
     private var connectedSince: Duration?
     /// Since when the broker is lost, while birds are still held.
@@ -148,7 +158,13 @@ public struct FleetOwnership: Sendable {
 
     /// A gateway's status (`ROOT/ROOM/status`).
     public mutating func gatewayStatus(_ other: String, online: Bool, now: Duration) -> [Action] {
-        if online { alive.insert(other) } else { alive.remove(other) }
+        if online {
+            alive.insert(other)
+            offlineSince[other] = nil
+        } else {
+            alive.remove(other)
+            if offlineSince[other] == nil { offlineSince[other] = now }
+        }
         guard !online else { return [] }
         // Its birds are nobody's now: the best room left takes each.
         var actions: [Action] = []
@@ -248,6 +264,11 @@ public struct FleetOwnership: Sendable {
             // Nobody holds it (once what the broker retains has come in): the
             // room that hears it best (ties: the first name).
             guard now - connectedSince >= configuration.settle else { return [] }
+            if let holder = bird.holder, holder != room, let since = offlineSince[holder] ?? Optional(connectedSince),
+                now - since < configuration.takeoverDelay
+            {
+                return []
+            }
             let rivals = bird.heard.filter { alive.contains($0.key) }
             guard rivals.allSatisfy({ mine > $0.value || (mine == $0.value && room < $0.key) }) else { return [] }
         }

@@ -74,6 +74,48 @@ struct FleetGatewayTests {
         for room in rooms { #expect(try await room.gateway!.waitForExit() == 0) }
     }
 
+    /// A broker restart: no will is published (the gateways did not die), the
+    /// holder sends its claim again as it reconnects, and nobody else claims.
+    @Test func aBrokerRestartKeepsTheHolder() async throws {
+        let broker = try MosquittoBroker()
+        var rooms: [Room] = []
+        for name in ["kitchen", "garden"] {
+            let fake = try FakeBlueZ()
+            try await fake.addBird(rssi: name == "kitchen" ? -45 : -60)
+            rooms.append(Room(name: name, fake: fake))
+        }
+        for index in rooms.indices {
+            rooms[index].gateway = try rooms[index].fake.launch(
+                "watch", "--all", "alpha", "--json", "--mqtt", broker.url(prefix: "house/\(rooms[index].name)"), "--fleet",
+                "--fleet-dwell", "3")
+        }
+        let holders = try await broker.subscribe(["house/fleet/+/holder"], sessionID: "fleet-holders")
+        let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
+            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
+            return try Self.holder(broker) == "kitchen"
+        }
+        #expect(claimed)
+        _ = try await rooms[0].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        broker.stop()
+        try await Task.sleep(for: .seconds(2))
+        try broker.start()
+        for gateway in rooms.compactMap(\.gateway) { #expect(await gateway.stderr(contains: "connected to the MQTT broker", within: .seconds(20))) }
+        // Three dwell times of the air as it was: the kitchen keeps the bird.
+        for _ in 0..<45 {
+            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(try Self.holder(broker) == "kitchen")
+        let linked = try await [rooms[0].connected(), rooms[1].connected()]
+        #expect(linked == [true, false])
+        for room in rooms { room.gateway!.signal(SIGTERM) }
+        for room in rooms { #expect(try await room.gateway!.waitForExit() == 0) }
+        holders.signal(SIGTERM)
+        let claims = try await holders.finish().stdout.filter { !$0.contains("birdctl-test/ready") }
+            .compactMap { $0.split(separator: " ").last.map(String.init) }
+        #expect(!claims.contains("garden"), "\(claims)\nkitchen: \(rooms[0].gateway!.stderr)\ngarden: \(rooms[1].gateway!.stderr)")
+    }
+
     @Test func oneHolderThroughAWalkWithNoiseAndAnotherWhenItDies() async throws {
         let broker = try MosquittoBroker()
         var rooms: [Room] = []

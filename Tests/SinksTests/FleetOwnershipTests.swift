@@ -105,13 +105,34 @@ struct FleetOwnershipTests {
         _ = garden.reported("hall", -80)
         _ = garden.hears(-70)
         #expect(garden.after(30) == [])
-        // The kitchen's will: its birds are nobody's.
-        #expect(garden.machine.gatewayStatus("kitchen", online: false, now: garden.now) == [.claim(address: robin)])
+        // The kitchen's will: its birds are nobody's, once it has stood for the takeover delay.
+        #expect(garden.machine.gatewayStatus("kitchen", online: false, now: garden.now) == [])
+        #expect(garden.after(1) == [])
+        #expect(garden.after(1) == [.claim(address: robin)])
         var hall = Room("hall", others: ["kitchen", "garden"])
         _ = hall.holder("kitchen")
         _ = hall.reported("garden", -70)
         _ = hall.hears(-80)
         #expect(hall.machine.gatewayStatus("kitchen", online: false, now: hall.now + .seconds(30)) == [])
+    }
+
+    /// A broker shutting down publishes every gateway's will, then closes the
+    /// connections: no death, no takeover.
+    @Test func willsFromABrokerShuttingDownAreNoTakeover() {
+        var garden = Room("garden", others: ["kitchen"])
+        _ = garden.holder("kitchen")
+        _ = garden.reported("kitchen", -55)
+        _ = garden.hears(-60)
+        #expect(garden.after(30) == [])
+        #expect(garden.machine.gatewayStatus("kitchen", online: false, now: garden.now) == [])
+        #expect(garden.machine.brokerLost(now: garden.now) == [])
+        #expect(garden.after(3) == [])
+        // Back, with the kitchen: it keeps its bird.
+        _ = garden.machine.brokerConnected(now: garden.now)
+        _ = garden.machine.gatewayStatus("kitchen", online: false, now: garden.now)
+        #expect(garden.after(4) == [])  // within the settling time (here 5 s; 12 s by default, past any reconnect)
+        _ = garden.machine.gatewayStatus("kitchen", online: true, now: garden.now)
+        #expect(garden.after(10) == [])
     }
 
     @Test func aGatewayThatLostTheBrokerLetsItsBirdsGoAfterTheGraceAndClaimsNothingWhileAway() {
