@@ -7,13 +7,11 @@ import Testing
 /// hears the bird. docs/mqtt.md, "Several gateways".
 @Suite("Several gateways share the birds", .serialized)
 struct FleetGatewayTests {
-    static let rooms = ["kitchen", "garden", "hall"]
-
     /// A room's fake BlueZ and its gateway.
     struct Room {
         let name: String
         let fake: FakeBlueZ
-        var gateway: BirdctlProcess?
+        let gateway: BirdctlProcess
 
         func connected() async throws -> Bool {
             let tree = try await fake.managedObjects()
@@ -30,6 +28,20 @@ struct FleetGatewayTests {
         for (room, level) in zip(rooms, levels) { try await room.fake.call("SetRSSI", .string(bird), .int16(Int16(level))) }
     }
 
+    /// A room per (name, RSSI at first), each with its fake BlueZ and its
+    /// gateway (`--fleet`, a dwell of 3 s) on `broker`.
+    static func startRooms(_ levels: KeyValuePairs<String, Int16>, on broker: MosquittoBroker) async throws -> [Room] {
+        var rooms: [Room] = []
+        for (name, rssi) in levels {
+            let fake = try FakeBlueZ()
+            try await fake.addBird(rssi: rssi)
+            let gateway = try fake.launch(
+                "watch", "--all", "alpha", "--json", "--mqtt", broker.url(prefix: "house/\(name)"), "--fleet", "--fleet-dwell", "3")
+            rooms.append(Room(name: name, fake: fake, gateway: gateway))
+        }
+        return rooms
+    }
+
     static func holder(_ broker: MosquittoBroker) throws -> String? {
         try broker.retained("house/fleet/\(bird)/holder")["house/fleet/\(bird)/holder"]
     }
@@ -39,23 +51,13 @@ struct FleetGatewayTests {
     /// no longer hears it, the room that does takes it.
     @Test func aBirdSilentWhileHeldStaysWithItsHolderUntilTheLinkGoes() async throws {
         let broker = try MosquittoBroker()
-        var rooms: [Room] = []
-        for name in ["kitchen", "garden"] {
-            let fake = try FakeBlueZ()
-            try await fake.addBird(rssi: name == "kitchen" ? -45 : -85)
-            rooms.append(Room(name: name, fake: fake))
-        }
-        for index in rooms.indices {
-            rooms[index].gateway = try rooms[index].fake.launch(
-                "watch", "--all", "alpha", "--json", "--mqtt", broker.url(prefix: "house/\(rooms[index].name)"), "--fleet",
-                "--fleet-dwell", "3")
-        }
+        let rooms = try await Self.startRooms(["kitchen": -45, "garden": -85], on: broker)
         let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
             try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -87 ... -83)])
             return try Self.holder(broker) == "kitchen"
         }
         #expect(claimed)
-        _ = try await rooms[0].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
         // Held, it is silent: nobody hears it move to the garden. 6 s, two dwell times.
         try await Task.sleep(for: .seconds(6))
         #expect(try Self.holder(broker) == "kitchen")
@@ -68,38 +70,28 @@ struct FleetGatewayTests {
             try await rooms[1].fake.call("SetRSSI", .string(bird), .int16(Int16.random(in: -52 ... -48)))
             return try Self.holder(broker) == "garden"
         }
-        #expect(moved, "\(rooms[0].gateway!.stderr)")
-        _ = try await rooms[1].gateway!.line(containing: "\"reading\"", within: .seconds(20))
-        for room in rooms { room.gateway!.signal(SIGTERM) }
-        for room in rooms { #expect(try await room.gateway!.waitForExit() == 0) }
+        #expect(moved, "\(rooms[0].gateway.stderr)")
+        _ = try await rooms[1].gateway.line(containing: "\"reading\"", within: .seconds(20))
+        for room in rooms { room.gateway.signal(SIGTERM) }
+        for room in rooms { #expect(try await room.gateway.waitForExit() == 0) }
     }
 
     /// A broker restart: no will is published (the gateways did not die), the
     /// holder sends its claim again as it reconnects, and nobody else claims.
     @Test func aBrokerRestartKeepsTheHolder() async throws {
         let broker = try MosquittoBroker()
-        var rooms: [Room] = []
-        for name in ["kitchen", "garden"] {
-            let fake = try FakeBlueZ()
-            try await fake.addBird(rssi: name == "kitchen" ? -45 : -60)
-            rooms.append(Room(name: name, fake: fake))
-        }
-        for index in rooms.indices {
-            rooms[index].gateway = try rooms[index].fake.launch(
-                "watch", "--all", "alpha", "--json", "--mqtt", broker.url(prefix: "house/\(rooms[index].name)"), "--fleet",
-                "--fleet-dwell", "3")
-        }
+        let rooms = try await Self.startRooms(["kitchen": -45, "garden": -60], on: broker)
         let holders = try await broker.subscribe(["house/fleet/+/holder"], sessionID: "fleet-holders")
         let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
             try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
             return try Self.holder(broker) == "kitchen"
         }
         #expect(claimed)
-        _ = try await rooms[0].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
         broker.stop()
         try await Task.sleep(for: .seconds(2))
         try broker.start()
-        for gateway in rooms.compactMap(\.gateway) { #expect(await gateway.stderr(contains: "connected to the MQTT broker", within: .seconds(20))) }
+        for gateway in rooms.map(\.gateway) { #expect(await gateway.stderr(contains: "connected to the MQTT broker", within: .seconds(20))) }
         // Three dwell times of the air as it was: the kitchen keeps the bird.
         for _ in 0..<45 {
             try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
@@ -108,28 +100,18 @@ struct FleetGatewayTests {
         #expect(try Self.holder(broker) == "kitchen")
         let linked = try await [rooms[0].connected(), rooms[1].connected()]
         #expect(linked == [true, false])
-        for room in rooms { room.gateway!.signal(SIGTERM) }
-        for room in rooms { #expect(try await room.gateway!.waitForExit() == 0) }
+        for room in rooms { room.gateway.signal(SIGTERM) }
+        for room in rooms { #expect(try await room.gateway.waitForExit() == 0) }
         holders.signal(SIGTERM)
         let claims = try await holders.finish().stdout.filter { !$0.contains("birdctl-test/ready") }
             .compactMap { $0.split(separator: " ").last.map(String.init) }
-        #expect(!claims.contains("garden"), "\(claims)\nkitchen: \(rooms[0].gateway!.stderr)\ngarden: \(rooms[1].gateway!.stderr)")
+        #expect(!claims.contains("garden"), "\(claims)\nkitchen: \(rooms[0].gateway.stderr)\ngarden: \(rooms[1].gateway.stderr)")
     }
 
     @Test func oneHolderThroughAWalkWithNoiseAndAnotherWhenItDies() async throws {
         let broker = try MosquittoBroker()
-        var rooms: [Room] = []
-        for name in Self.rooms {
-            let fake = try FakeBlueZ()
-            try await fake.addBird(rssi: name == "kitchen" ? -45 : -85)
-            rooms.append(Room(name: name, fake: fake))
-        }
         let holders = try await broker.subscribe(["house/fleet/+/holder"])
-        for index in rooms.indices {
-            rooms[index].gateway = try rooms[index].fake.launch(
-                "watch", "--all", "alpha", "--json", "--mqtt", broker.url(prefix: "house/\(rooms[index].name)"), "--fleet",
-                "--fleet-dwell", "3")
-        }
+        let rooms = try await Self.startRooms(["kitchen": -45, "garden": -85, "hall": -85], on: broker)
         var random = SystemRandomNumberGenerator()
         func noisy(_ level: Int) -> Int { level + Int.random(in: -6...6, using: &random) }
 
@@ -138,8 +120,8 @@ struct FleetGatewayTests {
             try await Self.air(rooms, [noisy(-45), noisy(-85), noisy(-85)])
             return try Self.holder(broker) == "kitchen"
         }
-        #expect(claimed, "\(rooms.map { $0.gateway?.stderr ?? "" })")
-        _ = try await rooms[0].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        #expect(claimed, "\(rooms.map(\.gateway.stderr))")
+        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
         let kitchen = try await rooms[0].connected()
         #expect(kitchen)
         let others = try await [rooms[1].connected(), rooms[2].connected()]
@@ -157,7 +139,7 @@ struct FleetGatewayTests {
             return try Self.holder(broker) == "garden"
         }
         #expect(moved)
-        _ = try await rooms[1].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        _ = try await rooms[1].gateway.line(containing: "\"reading\"", within: .seconds(20))
         let released = try await poll(within: .seconds(10)) { try await !rooms[0].connected() }
         #expect(released, "the kitchen kept its link")
         let hall = try await rooms[2].connected()
@@ -168,13 +150,13 @@ struct FleetGatewayTests {
             try await Self.air(rooms, [noisy(-80), noisy(-45), noisy(-60)])
             try await Task.sleep(for: .milliseconds(200))
         }
-        rooms[1].gateway!.signal(SIGKILL)
+        rooms[1].gateway.signal(SIGKILL)
         let takenOver = try await poll(within: .seconds(20), every: .milliseconds(200)) {
             try await Self.air(rooms, [noisy(-80), -127, noisy(-60)])
             return try Self.holder(broker) == "hall"
         }
         #expect(takenOver)
-        _ = try await rooms[2].gateway!.line(containing: "\"reading\"", within: .seconds(20))
+        _ = try await rooms[2].gateway.line(containing: "\"reading\"", within: .seconds(20))
         try await rooms[2].fake.push("42")
         let subscriber = try await broker.subscribe(["house/hall/\(bird)/alpha"])
         _ = try await subscriber.messages(until: { $0.contains { $0.payload == "0.42" } })
@@ -204,8 +186,8 @@ struct FleetGatewayTests {
         }
 
         // Every change of holder the broker saw: kitchen, garden, hall — no flapping.
-        for room in [rooms[0], rooms[2]] { room.gateway!.signal(SIGTERM) }
-        for room in [rooms[0], rooms[2]] { #expect(try await room.gateway!.waitForExit() == 0) }
+        for room in [rooms[0], rooms[2]] { room.gateway.signal(SIGTERM) }
+        for room in [rooms[0], rooms[2]] { #expect(try await room.gateway.waitForExit() == 0) }
         holders.signal(SIGTERM)
         let changes = try await holders.finish().stdout.filter { !$0.contains("birdctl-test/ready") }
             .map { $0.split(separator: " ").last.map(String.init) ?? "" }

@@ -15,6 +15,16 @@ private struct Room {
         for other in others { _ = machine.gatewayStatus(other, online: true, now: now) }
     }
 
+    /// A room that heard the bird best, claimed it, saw its claim back and connected it.
+    static func holding(_ name: String) -> Room {
+        var room = Room(name)
+        _ = room.hears(-50)
+        _ = room.after(5)
+        _ = room.holder(name)
+        _ = room.machine.linked(robin, true, now: room.now)
+        return room
+    }
+
     mutating func after(_ seconds: Int) -> [FleetOwnership.Action] {
         now += .seconds(seconds)
         return machine.tick(now: now)
@@ -136,11 +146,7 @@ struct FleetOwnershipTests {
     }
 
     @Test func aGatewayThatLostTheBrokerLetsItsBirdsGoAfterTheGraceAndClaimsNothingWhileAway() {
-        var kitchen = Room("kitchen")
-        _ = kitchen.hears(-50)
-        _ = kitchen.after(5)
-        _ = kitchen.holder("kitchen")
-        _ = kitchen.machine.linked(robin, true, now: kitchen.now)
+        var kitchen = Room.holding("kitchen")
         #expect(kitchen.machine.brokerLost(now: kitchen.now) == [])
         #expect(kitchen.after(29) == [])
         #expect(kitchen.after(1) == [.release(address: robin), .dropClaim(address: robin)])
@@ -152,11 +158,7 @@ struct FleetOwnershipTests {
     }
 
     @Test func aShortBrokerOutageKeepsTheBird() {
-        var kitchen = Room("kitchen")
-        _ = kitchen.hears(-50)
-        _ = kitchen.after(5)
-        _ = kitchen.holder("kitchen")
-        _ = kitchen.machine.linked(robin, true, now: kitchen.now)
+        var kitchen = Room.holding("kitchen")
         _ = kitchen.machine.brokerLost(now: kitchen.now)
         #expect(kitchen.after(10) == [])
         _ = kitchen.machine.brokerConnected(now: kitchen.now)
@@ -165,11 +167,7 @@ struct FleetOwnershipTests {
     }
 
     @Test func aHeldBirdThatFallsSilentKeepsItsHolderWhileTheLinkLasts() {
-        var kitchen = Room("kitchen")
-        _ = kitchen.hears(-50)
-        _ = kitchen.after(5)
-        _ = kitchen.holder("kitchen")
-        _ = kitchen.machine.linked(robin, true, now: kitchen.now)
+        var kitchen = Room.holding("kitchen")
         // No advertisement for minutes: the link is up, the report stands.
         for _ in 0..<10 { #expect(kitchen.after(60) == []) }
         // The link goes and the bird is not heard again for the dwell time: the claim and the report go.

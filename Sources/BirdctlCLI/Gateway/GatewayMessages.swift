@@ -267,7 +267,7 @@ struct GatewayMessages {
         device.add("manufacturer", "Bird")
         device.add("model", "Bird Service peripheral")
         device.add("via_device", "birdctl_" + gatewayID)
-        return BirdField.allCases.map { field -> MQTTMessage in
+        let sensors = BirdField.allCases.map { field -> MQTTMessage in
             let id = sensorID(address, field)
             var config = JSONObject()
             config.add("name", field.rawValue.capitalized)
@@ -279,18 +279,23 @@ struct GatewayMessages {
             case .name: config.add("icon", "mdi:bird")
             case .color: config.add("icon", "mdi:palette")
             case .alpha:
-                // The topic has the fraction `--json` has (0.8); people read 80 %.
-                // An empty payload (the topic cleared) is no state, not a template error.
                 config.add("icon", "mdi:circle-opacity")
                 config.add("state_class", "measurement")
                 config.add("unit_of_measurement", "%")
-                config.add("value_template", "{{ (value | float * 100) | round(0) | int if value else '' }}")
+                config.add("value_template", Self.alphaInPercent)
             }
             config.add("device", .object(device))
             config.add("origin", .object(origin(version)))
             return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
-        } + BirdField.allCases.map { controlDiscovery(address, $0, device: device, version: version) } + (fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? [])
+        }
+        let controls = BirdField.allCases.map { controlDiscovery(address, $0, device: device, version: version) }
+        let holder = fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? []
+        return sensors + controls + holder
     }
+
+    /// Alpha's topic has the fraction `--json` has (0.8); people read 80 %.
+    /// An empty payload (the topic cleared) is no state, not a template error.
+    private static let alphaInPercent = "{{ (value | float * 100) | round(0) | int if value else '' }}"
 
     /// A control that writes the field through MQTT, available like the sensors.
     private func controlDiscovery(_ address: String, _ field: BirdField, device: JSONObject, version: String) -> MQTTMessage {
@@ -309,7 +314,7 @@ struct GatewayMessages {
             config.add("step", .integer(1))
             config.add("mode", "slider")
             config.add("unit_of_measurement", "%")
-            config.add("value_template", "{{ (value | float * 100) | round(0) | int if value else '' }}")
+            config.add("value_template", Self.alphaInPercent)
             config.add("command_template", "{{ value | int }}")
         case .name:
             config.add("max", .integer(Sighting.maximumNameBytes))
