@@ -94,6 +94,7 @@ struct BirdFinder: Sendable {
 
     private mutating func connect(to peripheral: Peripheral, heardAt rssi: Int16?) -> [Action] {
         state = .connecting(peripheral, attempt: 1)
+        linkLostWhileConnecting = false
         return [
             .cancelTimer(.scan), .stopScanning, .report(.found(peripheral, rssi: rssi)),
             .armTimer(.connect, configuration.connectTimeout), .connect(peripheral.path),
@@ -109,6 +110,7 @@ struct BirdFinder: Sendable {
         state = .connecting(peripheral, attempt: 1)
         bonded = sighting.bonded
         connectingUnheard = true
+        linkLostWhileConnecting = false
         return .next([
             .cancelTimer(.scan), .report(.found(peripheral, rssi: nil)),
             .armTimer(.connect, min(configuration.connectTimeout, BirdCentral.unheardConnectTimeout)), .connect(peripheral.path),

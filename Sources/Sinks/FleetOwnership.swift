@@ -3,7 +3,7 @@
 /// one that hears it best — with hysteresis, and a takeover when the holder
 /// dies. A pure machine like `GatewayMachine`: events in (what this gateway
 /// hears, what the broker says, its link reports, the clock), actions out.
-/// docs/mqtt.md, "Several gateways", states the rules and their bounds.
+/// docs/fleet.md states the rules and their bounds.
 ///
 /// What the broker holds, all retained, under the fleet's ROOT:
 /// - `ROOT/ROOM/status`: each gateway's `online`/`offline` (its will);
@@ -41,11 +41,14 @@ public struct FleetOwnership: Sendable {
         public var silence: Duration
         /// At most this many birds remembered.
         public var maximumBirds: Int
+        /// At most this many other rooms known (what the broker says is
+        /// anyone's: more are ignored).
+        public var maximumRooms: Int
 
         public init(
             room: String, margin: Int = 8, dwell: Duration = .seconds(20), settle: Duration = .seconds(12),
             takeoverDelay: Duration = .seconds(2), brokerGrace: Duration = .seconds(30), silence: Duration = .seconds(60),
-            maximumBirds: Int = 4096
+            maximumBirds: Int = 4096, maximumRooms: Int = 64
         ) {
             self.room = room
             self.margin = margin
@@ -55,18 +58,20 @@ public struct FleetOwnership: Sendable {
             self.brokerGrace = brokerGrace
             self.silence = silence
             self.maximumBirds = maximumBirds
+            self.maximumRooms = maximumRooms
         }
     }
 
     public enum Action: Hashable, Sendable {
         /// Retained `heard/ROOM` for this room: the smoothed RSSI, or cleared (nil).
         case publishHeard(address: String, rssi: Int?)
-        /// Retained `holder`: this room's claim (sent again after a reconnect)…
+        /// Retained `holder`: this room's claim. Not sent again by itself
+        /// after a reconnect: once what the broker retains has come in
+        /// (`retainedSeen`), a claim the broker lost is made again, and one
+        /// another room made meanwhile is yielded to.
         case claim(address: String)
-        /// …no longer sent again: another room's claim came after it.
-        case dropClaim(address: String)
         /// This room lets the bird go: its claim cleared on the broker (an
-        /// empty retained `holder`) and no longer sent again.
+        /// empty retained `holder`).
         case withdrawClaim(address: String)
         /// The fleet may connect the bird (this room's claim came back).
         case grant(address: String)
@@ -107,6 +112,8 @@ public struct FleetOwnership: Sendable {
     private var connectedSince: Duration?
     /// Since when the broker is lost, while birds are still held.
     private var lostSince: Duration?
+    /// Birds whose retained holder came since the last connect.
+    private var holderSeen: Set<String> = []
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -117,6 +124,19 @@ public struct FleetOwnership: Sendable {
 
     /// The bird's holder as this gateway knows it.
     public func holder(of address: String) -> String? { birds[address]?.holder }
+
+    /// Another room, online, holds the bird (a write from MQTT is its to carry out).
+    public func heldElsewhere(_ address: String) -> Bool {
+        guard let holder = birds[address]?.holder else { return false }
+        return holder != room && alive.contains(holder)
+    }
+
+    /// How many other rooms it knows of, and how many report a bird (for tests and bounds).
+    public var roomsKnown: Int { alive.count + offlineSince.count }
+    public func reportsKept(_ address: String) -> Int { birds[address]?.heard.count ?? 0 }
+
+    /// This room claimed the bird (or holds it).
+    public func claims(_ address: String) -> Bool { birds[address]?.claimed == true }
 
     // MARK: What this gateway hears and holds
 
@@ -147,7 +167,17 @@ public struct FleetOwnership: Sendable {
         lostSince = nil
         // Who is online comes again with the retained statuses (within `settle`).
         alive.removeAll()
+        holderSeen.removeAll()
         return []
+    }
+
+    /// Everything the broker retained has come in since the connect (the
+    /// gateway's probe came back): a claim of this room the broker lost
+    /// (restarted without persistence) is made again.
+    public mutating func retainedSeen(now: Duration) -> [Action] {
+        guard connectedSince != nil else { return [] }
+        let lost = birds.filter { $0.value.claimed && !holderSeen.contains($0.key) }.keys.sorted()
+        return lost.map { .claim(address: $0) }
     }
 
     public mutating func brokerLost(now: Duration) -> [Action] {
@@ -158,23 +188,36 @@ public struct FleetOwnership: Sendable {
 
     /// A gateway's status (`ROOT/ROOM/status`).
     public mutating func gatewayStatus(_ other: String, online: Bool, now: Duration) -> [Action] {
+        guard other != room else { return [] }
         if online {
+            guard alive.contains(other) || alive.count + offlineSince.count < configuration.maximumRooms else { return [] }
             alive.insert(other)
             offlineSince[other] = nil
-        } else {
-            alive.remove(other)
-            if offlineSince[other] == nil { offlineSince[other] = now }
+            return []
         }
-        guard !online else { return [] }
-        // Its birds are nobody's now: the best room left takes each.
+        guard alive.remove(other) != nil || offlineSince[other] != nil
+            || alive.count + offlineSince.count < configuration.maximumRooms
+        else { return [] }
+        if offlineSince[other] == nil { offlineSince[other] = now }
+        // Its birds are nobody's now: the best room left takes each (after
+        // the takeover delay). Its reports are kept (it may be back at once,
+        // as after a broker restart) but count only while it is online.
         var actions: [Action] = []
-        for address in birds.filter({ $0.value.holder == other }).keys.sorted() { actions += decide(address, now: now) }
+        for address in birds.filter({ $0.value.holder == other || $0.value.heard[other] != nil }).keys.sorted() {
+            actions += decide(address, now: now) + forgetIfNobodyHearsIt(address)
+        }
         return actions
     }
 
     /// Another room's heard report (nil: it no longer hears the bird).
     public mutating func reportedHeard(_ address: String, by other: String, rssi: Int?, now: Duration) -> [Action] {
-        guard other != room, birds[address] != nil || (rssi != nil && birds.count < configuration.maximumBirds) else {
+        // Kept whatever the room's status (a gateway's reports may come before
+        // its `online`), counted only while it is online; at most
+        // `maximumRooms` per bird.
+        guard other != room,
+            birds[address] != nil || (rssi != nil && birds.count < configuration.maximumBirds),
+            birds[address]?.heard[other] != nil || (birds[address]?.heard.count ?? 0) < configuration.maximumRooms
+        else {
             return []
         }
         birds[address, default: Bird()].heard[other] = rssi
@@ -187,16 +230,17 @@ public struct FleetOwnership: Sendable {
         var bird = birds[address, default: Bird()]
         bird.holder = holder
         bird.louderSince = nil
+        if connectedSince != nil { holderSeen.insert(address) }
         var actions: [Action] = []
         if holder == room {
             // The last claim the broker took is this room's (also one from
             // before a restart): others let the bird go when they saw it.
-            if !bird.claimed { actions.append(.claim(address: address)) }
+            // Silence counts from now (it may not be heard here any more).
+            if !bird.claimed { bird.lastHeard = now }
             if !bird.granted { actions.append(.grant(address: address)) }
             bird.claimed = true
             bird.granted = true
         } else {
-            if bird.claimed { actions.append(.dropClaim(address: address)) }
             if bird.granted { actions.append(.release(address: address)) }
             bird.claimed = false
             bird.granted = false
@@ -215,7 +259,6 @@ public struct FleetOwnership: Sendable {
             self.lostSince = nil
             for address in birds.filter({ $0.value.claimed }).keys.sorted() {
                 if birds[address]?.granted == true { actions.append(.release(address: address)) }
-                actions.append(.dropClaim(address: address))
                 birds[address]?.claimed = false
                 birds[address]?.granted = false
                 birds[address]?.holder = nil
@@ -226,7 +269,7 @@ public struct FleetOwnership: Sendable {
             // A bird this room claimed but lost the link to, and no longer hears,
             // has most likely left: its report and claim go after the dwell time.
             let silence = bird.claimed ? configuration.dwell : configuration.silence
-            if bird.smoothed != nil, !bird.linked, now - bird.lastHeard >= silence {
+            if bird.smoothed != nil || bird.claimed, !bird.linked, now - bird.lastHeard >= silence {
                 // Gone from this room (and not held here): whoever hears it may take it at once.
                 if bird.claimed { actions += withdraw(address) }
                 birds[address]?.smoothed = nil
@@ -303,10 +346,11 @@ public struct FleetOwnership: Sendable {
         return [.hearingSensor(address: address, true)]
     }
 
-    /// A bird nobody hears, holds or claims is not remembered.
+    /// A bird nobody hears, holds or claims is not remembered (reports of
+    /// rooms known to be offline do not count: a dead room's stay retained).
     private mutating func forgetIfNobodyHearsIt(_ address: String) -> [Action] {
-        guard let bird = birds[address], bird.smoothed == nil, bird.heard.isEmpty, bird.holder == nil, !bird.claimed,
-            !bird.linked
+        guard let bird = birds[address], bird.smoothed == nil, bird.heard.keys.allSatisfy({ offlineSince[$0] != nil }),
+            bird.holder == nil, !bird.claimed, !bird.linked
         else { return [] }
         birds[address] = nil
         return (bird.hearingSensor ? [.hearingSensor(address: address, false)] : []) + [.forgotten(address: address)]

@@ -112,15 +112,14 @@ public struct GatewayCommands: Sendable {
             streaming.remove(address)
             return []
         }
-        var actions: [Action] = [.result(address: address, field, failure.map(Result.failed) ?? .written(value))]
+        let actions: [Action] = [.result(address: address, field, failure.map(Result.failed) ?? .written(value))]
         if entry.value != value {
-            // A newer value came while this one was in flight.
+            // A newer value came while this one was in flight: it goes next.
             pending[address]?[field]?.inFlight = false
-            actions += writes(address)
         } else {
             remove(address, field)
         }
-        return actions
+        return actions + writes(address)
     }
 
     /// About once a second: writes past their time to live fail.
@@ -137,15 +136,14 @@ public struct GatewayCommands: Sendable {
 
     // MARK: Helpers
 
+    /// The next write waiting for the bird, if none is in flight: a link
+    /// carries one write at a time (the next goes when it is answered).
     private mutating func writes(_ address: String) -> [Action] {
-        guard streaming.contains(address), let fields = pending[address] else { return [] }
-        var actions: [Action] = []
-        for field in BirdField.allCases {
-            guard let entry = fields[field], !entry.inFlight else { continue }
-            pending[address]?[field]?.inFlight = true
-            actions.append(.write(address: address, entry.value))
-        }
-        return actions
+        guard streaming.contains(address), let fields = pending[address], !fields.values.contains(where: \.inFlight),
+            let field = BirdField.allCases.first(where: { fields[$0] != nil }), let entry = fields[field]
+        else { return [] }
+        pending[address]?[field]?.inFlight = true
+        return [.write(address: address, entry.value)]
     }
 
     private mutating func fail(_ address: String, onlyInFlight: Bool, _ reason: String) -> [Action] {

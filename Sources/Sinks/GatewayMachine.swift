@@ -117,7 +117,14 @@ public struct GatewayMachine: Sendable {
     public mutating func start() -> [Action] {
         guard case .idle = phase else { return [] }
         phase = .running
-        return (configuration.discovery ? [.publishSticky(.gatewayDiscovery)] : []) + [.publish(.probe)]
+        return configuration.discovery ? [.publishSticky(.gatewayDiscovery)] : []
+    }
+
+    /// Connected to the broker (again): the probe, at every connect — its
+    /// echo says what the broker retains has come in (a clean session loses
+    /// an echo that was under way when the connection went).
+    public mutating func brokerConnected() -> [Action] {
+        isRunning ? [.publish(.probe)] : []
     }
 
     /// The probe came back: every retained bird status has been seen, the

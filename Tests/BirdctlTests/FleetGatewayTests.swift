@@ -4,7 +4,7 @@ import Testing
 
 /// `watch --all --mqtt --fleet`: three gateways, each on a fake BlueZ of its
 /// own, one real mosquitto, and one "air" that decides how loud each gateway
-/// hears the bird. docs/mqtt.md, "Several gateways".
+/// hears the bird. docs/fleet.md.
 @Suite("Several gateways share the birds", .serialized)
 struct FleetGatewayTests {
     /// A room's fake BlueZ and its gateway.

@@ -25,6 +25,16 @@ struct GatewayCommandsTests {
         ])
     }
 
+    @Test func twoFieldsOfOneBirdAreWrittenOneAfterTheOther() {
+        var commands = streaming()
+        let wren = BirdValue.name("Wren")
+        #expect(commands.requested(robin, .name, .success(wren), now: .zero) == [.write(address: robin, wren)])
+        #expect(commands.requested(robin, .alpha, .success(half), now: .zero) == [])
+        #expect(commands.written(robin, wren, failure: nil, retry: false) == [
+            .result(address: robin, .name, .written(wren)), .write(address: robin, half),
+        ])
+    }
+
     @Test func aBadValueIsAResultAtOnce() {
         var commands = streaming()
         let bad = BirdCodec.parse(.color, "purple")

@@ -1,7 +1,7 @@
 import MQTT
 
 /// `--fleet`: the topics gateways sharing a broker decide by
-/// (`FleetOwnership`; docs/mqtt.md, "Several gateways"), all retained:
+/// (`FleetOwnership`; docs/fleet.md), all retained:
 ///
 ///     ROOT/ROOM/status                      each gateway's online | offline (its will)
 ///     ROOT/fleet/ADDRESS/heard/ROOM         the smoothed RSSI ROOM hears the bird at

@@ -104,8 +104,9 @@ final class MQTTGateway: @unchecked Sendable {
             // The next holder publishes the fleet's sensors of the bird: ours must not come back after a reconnect.
             if ownership != nil { publisher?.forgetSticky(Set(messages.sharedDiscoveryTopics(of: peripheral.address))) }
         case .written(let peripheral, let value, let failure):
-            perform(commands.written(
-                peripheral.address.uppercased(), value, failure: failure.map { "\($0)" }, retry: failure?.kind == .notReady))
+            // Not ready, or another write in flight: it goes again at the next reading.
+            let retry = failure?.kind == .notReady || failure?.kind == .inProgress
+            perform(commands.written(peripheral.address.uppercased(), value, failure: failure.map { "\($0)" }, retry: retry))
         default: break
         }
         perform(machine.report(report))
@@ -233,7 +234,7 @@ final class MQTTGateway: @unchecked Sendable {
     /// fleet, only the bird's holder (or every gateway, while none holds it) takes it.
     private func command(_ address: String, _ field: BirdField, _ payload: [UInt8]) {
         guard machine.isRunning else { return }
-        if let ownership, let holder = ownership.holder(of: address), holder != ownership.configuration.room { return }
+        if ownership?.heldElsewhere(address) == true { return }
         let value = payload.count <= 1024 ? BirdCodec.decode(field, payload) : .failure(BirdValueError(field: field, raw: [], reason: "over 1024 bytes"))
         perform(commands.requested(address, field, value, now: now))
     }
@@ -256,10 +257,8 @@ final class MQTTGateway: @unchecked Sendable {
         guard let topics = fleetTopics, let publisher else { return }
         switch action {
         case .publishHeard(let address, let rssi): publisher.publishSticky(topics.heard(address, rssi: rssi))
-        case .claim(let address): publisher.publishSticky(topics.claim(address))
-        case .dropClaim(let address): publisher.forgetSticky([topics.holderTopic(address)])
+        case .claim(let address): publisher.publish(topics.claim(address))
         case .withdrawClaim(let address):
-            publisher.forgetSticky([topics.holderTopic(address)])
             publisher.publish(GatewayMessages.clearing(topics.holderTopic(address)))
         case .grant(let address): onGrant?(address)
         case .release(let address):
@@ -280,7 +279,8 @@ final class MQTTGateway: @unchecked Sendable {
         switch message {
         case .gatewayStatus(let room, let online): fleet { $0.gatewayStatus(room, online: online, now: $1) }
         case .holder(let address, let room):
-            if let room, room != fleetTopics?.room { commands.answeredElsewhere(address) }
+            // Writes that waited here for a bird this room never claimed are the new holder's to answer.
+            if let room, room != fleetTopics?.room, ownership?.claims(address) != true { commands.answeredElsewhere(address) }
             fleet { $0.reportedHolder(address, room, now: $1) }
         case .heard(let address, let room, let rssi): fleet { $0.reportedHeard(address, by: room, rssi: rssi, now: $1) }
         }
@@ -293,7 +293,10 @@ final class MQTTGateway: @unchecked Sendable {
         switch event {
         case .connected(let backlog):
             Diagnostics.say("connected to the MQTT broker at \(broker)" + (backlog > 0 ? "; sending \(backlog) queued message(s)" : ""))
-            loop.execute { [self] in fleet { $0.brokerConnected(now: $1) } }
+            loop.execute { [self] in
+                fleet { $0.brokerConnected(now: $1) }
+                perform(machine.brokerConnected())
+            }
         case .lost(let reason, let queued):
             Diagnostics.say("lost the MQTT broker at \(broker) (\(reason)); queuing (\(queued) waiting) and reconnecting")
             loop.execute { [self] in fleet { $0.brokerLost(now: $1) } }
@@ -304,7 +307,10 @@ final class MQTTGateway: @unchecked Sendable {
             loop.execute { [self] in fail(error) }
         case .received(let message):
             if messages.isProbe(message) {
-                loop.execute { [self] in perform(machine.probeReturned()) }
+                loop.execute { [self] in
+                    perform(machine.probeReturned())
+                    fleet { $0.retainedSeen(now: $1) }
+                }
                 return
             }
             if let fleetMessage = fleetTopics?.parse(message) {
