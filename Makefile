@@ -282,14 +282,14 @@ bench-venv: deps-bench
 
 # birdctl beside the floor (bench/floor.c), bleak and simplepyble against the
 # fake BlueZ; prints the table and writes .build/bench/results.md; then three
-# gateways sharing a broker (bench/fleet_bench.py, .build/bench/fleet.md).
+# gateways sharing a broker (bench/gateways_bench.py, .build/bench/gateways.md).
 # QUICK=1: fewer runs and smaller bursts, to try the harness.
 bench-fake: bench-venv release
 	cc -O2 -Wall -o $(BENCH)/floor bench/floor.c $$(pkg-config --cflags --libs dbus-1)
 	cc -O2 -Wall -o $(BENCH)/measure bench/measure.c
 	/usr/bin/python3 bench/run.py .build/release/birdctl $(BENCH)/floor $(BENCH)/measure $(BENCH)/venv/bin/python \
 	    $(BENCH)/results.md $(if $(QUICK),--quick)
-	/usr/bin/python3 bench/fleet_bench.py .build/release/birdctl $(BENCH)/fleet.md $(if $(QUICK),--quick)
+	/usr/bin/python3 bench/gateways_bench.py .build/release/birdctl $(BENCH)/gateways.md $(if $(QUICK),--quick)
 
 # In the VM: real bluetoothd, a Bumble bird; the CPU of client + dbus-daemon +
 # bluetoothd, loss and latency for birdctl (both ways), bleak and bluetoothctl

@@ -11,7 +11,7 @@ only the holder's link carries it).
   next holder (the garden) publishes; the broker publishes the dead one's will
   at once (its socket closed).
 
-    bench/fleet_bench.py BIRDCTL OUTPUT.md [--quick]
+    bench/gateways_bench.py BIRDCTL OUTPUT.md [--quick]
 '''
 
 import os
