@@ -106,6 +106,13 @@ struct FleetGatewayTests {
         let claims = try await holders.finish().stdout.filter { !$0.contains("birdctl-test/ready") }
             .compactMap { $0.split(separator: " ").last.map(String.init) }
         #expect(!claims.contains("garden"), "\(claims)\nkitchen: \(rooms[0].gateway.stderr)\ngarden: \(rooms[1].gateway.stderr)")
+
+        // Retiring the kitchen clears its heard reports and its claim, not the garden's report.
+        let retired = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "house/kitchen")], environment: [:])
+        #expect(retired.status == 0, "\(retired.stderr)")
+        let left = try broker.retained("house/fleet/#")
+        #expect(left["house/fleet/\(bird)/heard/kitchen"] == nil && left["house/fleet/\(bird)/holder"] == nil, "\(left)")
+        #expect(left["house/fleet/\(bird)/heard/garden"] != nil, "\(left)")
     }
 
     @Test func oneHolderThroughAWalkWithNoiseAndAnotherWhenItDies() async throws {

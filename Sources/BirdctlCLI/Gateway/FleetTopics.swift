@@ -57,6 +57,18 @@ struct FleetTopics {
         }
     }
 
+    /// Of the retained messages, this room's heard reports and claims (a
+    /// retired gateway's): all, or only those of `onlyBirds`.
+    func leftBy(_ retained: [MQTTMessage], onlyBirds birds: Set<String>?) -> [String] {
+        retained.compactMap { message in
+            switch parse(message) {
+            case .heard(let address, room, _)?, .holder(let address, room?)?:
+                birds.map { $0.contains(address) } ?? true ? message.topic : nil
+            default: nil
+            }
+        }
+    }
+
     private static func address(_ level: Substring) -> String? {
         Arguments.isAddress(String(level)) ? level.uppercased() : nil
     }

@@ -41,9 +41,16 @@ enum RetireCommand {
         // Never the gateway's own id (the broker would disconnect a running
         // gateway); a gateway id never holds a '/'.
         settings.clientID += "/retire"
+        // A gateway of a fleet (prefix ROOT/ROOM) leaves its heard reports and
+        // claims under ROOT/fleet: ours to clear too (docs/fleet.md).
+        let fleet = options.prefix.lastIndex(of: "/").map {
+            FleetTopics(root: String(options.prefix[..<$0]), room: String(options.prefix[options.prefix.index(after: $0)...]))
+        }
         do throws(MQTTError) {
             let session = try MQTTRetainedSession(
-                settings, filters: [options.prefix + "/#", messages.gatewayDiscoveryTopic] + GatewayMessages.birdDiscoveryFilters,
+                settings,
+                filters: [options.prefix + "/#", messages.gatewayDiscoveryTopic] + GatewayMessages.birdDiscoveryFilters
+                    + (fleet?.filters.dropFirst() ?? []),
                 probeTopic: options.prefix + "/retire")
             let retained = try session.readRetained(deadline: deadline)
             if retained.contains(where: { $0.topic == messages.statusTopic && $0.payload.elementsEqual("online".utf8) }) {
@@ -51,6 +58,7 @@ enum RetireCommand {
                 return .usage
             }
             let topics = messages.topicsToClear(retained.map(\.topic), onlyBirds: birds.isEmpty ? nil : birds)
+                + (fleet.map { $0.leftBy(retained, onlyBirds: birds.isEmpty ? nil : birds) } ?? [])
             try session.publishAndClose(topics.map(GatewayMessages.clearing), deadline: deadline)
             for topic in topics { Birdctl.printOut(SafeText.escaped(topic)) }
             let what = birds.isEmpty ? "the gateway \(options.prefix)" : "\(birds.count) bird(s) of \(options.prefix)"
