@@ -397,7 +397,7 @@ public struct BirdCentral: Sendable {
     static func stopTimers(includingDuration: Bool = false) -> [Action] {
         var timers: [Action] = [
             .cancelTimer(.scan), .cancelTimer(.listen), .cancelTimer(.connect), .cancelTimer(.retry), .cancelTimer(.services),
-            .cancelTimer(.pairing), .cancelTimer(.poll),
+            .cancelTimer(.pairing), .cancelTimer(.poll), .cancelTimer(.quiet), .cancelTimer(.probe),
         ]
         if includingDuration { timers.append(.cancelTimer(.duration)) }
         return timers

@@ -40,7 +40,8 @@ enum WatchCommand {
             progress).
             """,
         options: [
-            .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .count, .duration, .noReconnect, .notifyMethod,
+            .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .quietAfter, .count, .duration, .noReconnect,
+            .notifyMethod,
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .noDiscovery, .quiet, .help,
@@ -57,6 +58,7 @@ enum WatchCommand {
             address: address)
         configuration.maximumReadings = arguments.integer(.count)
         configuration.duration = arguments.seconds(.duration)
+        configuration.quietAfter = arguments.integer(.quietAfter)
 
         if !all, let given = [Option.forgetAfter, .hold, .poll, .policy, .pollInterval, .links].first(where: { arguments.value($0) != nil }) {
             throw UsageError("\(given.name) goes with --all")
