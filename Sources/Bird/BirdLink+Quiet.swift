@@ -4,8 +4,8 @@ import BlueZ
 /// still calls it connected (a bird that hung, a supervision timeout the
 /// controller never reported). `QuietWatch` notices the silence; a probe
 /// read, with a deadline of its own (`connectTimeout`), asks the bird. An
-/// answer keeps the link; a failure or no answer ends it, and a watch finds
-/// the bird again.
+/// answer (a value, or an ATT error) keeps the link; a failure or no answer
+/// ends it, and a watch finds the bird again.
 extension BirdLink {
     /// The link streams: the watchdog starts (a held watch's, if asked for).
     mutating func startWatching() -> [Action] {
@@ -47,8 +47,20 @@ extension BirdLink {
         switch result {
         case .success(let raw):
             return .next(probeAnswered(link.peripheral) + report(field, raw, from: link, notified: false))
+        case .failure(let error) where Self.cameFromTheBird(error):
+            return .next(probeAnswered(link.peripheral))
         case .failure(let error):
             return probeFailed(link, error)
+        }
+    }
+
+    /// A read refused with an ATT error is an answer too: the bird is there
+    /// (bluetoothd names the ATT errors it knows, the rest are "ATT error: 0x…").
+    static func cameFromTheBird(_ error: BlueZError) -> Bool {
+        switch error.kind {
+        case .notPermitted, .notAuthorized, .notSupported, .invalidOffset, .invalidValueLength: true
+        case .failed: error.message.lowercased().contains("att error")
+        default: false
         }
     }
 

@@ -98,6 +98,16 @@ struct QuietLinkTests {
         #expect(failed.last == .finish(.failed(.connectionLost)))
     }
 
+    /// A read refused with an ATT error came from the bird: the link is alive.
+    @Test func anATTErrorAnswersTheProbe() {
+        var (m, _) = streaming(held())
+        _ = m.window(notifications: 2)
+        _ = m.window(notifications: 0)
+        let refused = m.central.readCompleted(.alpha, .failure(BlueZError(.failed, message: "Operation failed with ATT error: 0x0e")))
+        #expect(refused == [.cancelTimer(.probe), .report(.quiet(robin, .answered)), .armTimer(.quiet, .seconds(4))])
+        #expect(m.central.currentDevice == device)
+    }
+
     /// A bird that has said nothing since it was subscribed may be slow: the
     /// window doubles up to 2 × the longest gap (10 min) before it is probed.
     @Test func aBirdNeverHeardIsProbedOnlyAfterTheLongestWindow() {
