@@ -77,6 +77,8 @@ public struct BirdFleet: Sendable {
     var waiting: [Sighting] = []
     /// `all`: the last sighting of each machine's bird.
     var sightings: [MachineID: Sighting] = [:]
+    /// `all`: the machine each notifying characteristic was last found to belong to (see `owner(of:)`).
+    var notifiers: [ObjectPath: MachineID] = [:]
     /// `all`: devices with a link up, from Connect's success to Connected
     /// turning false — also while a link we undo is still going down
     /// (bluetoothd holds a Disconnect for 2 s): the scheduler counts them.
@@ -241,7 +243,9 @@ public struct BirdFleet: Sendable {
     public mutating func valueChanged(
         _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
     ) -> [Action] {
-        everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
+        // Many birds: the notification goes to its own bird's machine alone.
+        guard machines.count > 1 else { return everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) } }
+        return owner(of: characteristic) { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
     }
 
     // MARK: Replies
@@ -355,6 +359,7 @@ public struct BirdFleet: Sendable {
         machines.removeAll { $0.id == id }
         lastHeard[id] = nil
         sightings[id] = nil
+        if !notifiers.isEmpty { notifiers = notifiers.filter { $0.value != id } }
         if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
     }
 

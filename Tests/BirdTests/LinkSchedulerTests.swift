@@ -109,6 +109,31 @@ struct LinkSchedulerTests {
     }
 }
 
+@Suite("The fleet: notifications among many birds")
+struct FleetNotificationTests {
+    private func readings(_ actions: [BirdFleet.Action]) -> [String] {
+        reports(actions).compactMap { if case .reading(let p, _, _, _) = $0 { p.address } else { nil } }
+    }
+
+    /// Each notification is its own bird's reading, also after a bird's link was lost and made again.
+    @Test func aNotificationGoesToItsOwnBirdAsLinksComeAndGo() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
+        for n in [2, 1, 3, 1] { #expect(readings(fleet.valueChanged(bird(n).alpha, Array("1\(n)".utf8))) == [bird(n).address]) }
+        _ = fleet.deviceDisconnected(bird(1).path)
+        #expect(fleet.valueChanged(bird(1).alpha, Array("9".utf8)) == [], "no link, no reading")
+        #expect(readings(fleet.valueChanged(bird(3).alpha, Array("9".utf8))) == [bird(3).address])
+        let b = bird(1)
+        _ = fleet.deviceSighted(b.sighting) + fleet.timerFired(.connectGap)
+        _ = fleet.connectReplied(0, .success(()))
+        _ = fleet.servicesResolved(device: b.path, characteristics: [.alpha: b.alpha])
+        _ = fleet.notifyStarted(0, .alpha, .success(())) + fleet.readCompleted(0, .alpha, .success(Array("50".utf8)))
+        #expect(readings(fleet.valueChanged(b.alpha, Array("51".utf8))) == [b.address])
+        #expect(fleet.valueChanged("/org/bluez/hci0/dev_00_00_00_00_00_00/service000a/char000f", Array("1".utf8)) == [])
+    }
+}
+
 @Suite("The fleet: a bird given up after its link was up")
 struct GivenUpAfterALinkTests {
     /// A bird whose session ends on a link (here: pairing refused) is said to
