@@ -3,16 +3,18 @@ import DBus
 /// `watch --all` with many birds: a notification concerns the one machine
 /// whose link it came over, so it goes to that machine alone instead of
 /// being offered to every machine in turn (which cost a notification time
-/// in proportion to the birds followed).
+/// in proportion to the birds followed: 8.7k instructions with one bird,
+/// 119k with 32, callgrind).
 extension BirdFleet {
     /// Runs `event` on the machine whose bird is at or above `characteristic`
     /// (none: nobody's, as it would have been for every machine). The machine
-    /// is remembered per characteristic, and checked again at every use: a
-    /// link's characteristic paths are its device's, and each bird has one machine.
+    /// found is remembered per characteristic until it is dropped: each bird
+    /// has one machine, and a machine without a link ignores notifications,
+    /// so the entry stays right without being checked at each notification
+    /// (checking copied the machine's state, a third of what routing cost).
     mutating func owner(of characteristic: ObjectPath, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
         guard outcome == nil else { return [] }
         var index = notifiers[characteristic].flatMap { id in machines.firstIndex { $0.id == id } }
-        if let known = index, !owns(machines[known].central, characteristic) { index = nil }
         if index == nil {
             index = machines.firstIndex { owns($0.central, characteristic) }
             guard let found = index else { return [] }

@@ -239,12 +239,14 @@ public struct BirdFleet: Sendable {
     }
 
     /// A notification (or BlueZ's echo of a read), over a link of this ATT
-    /// MTU if known; `ordered`: see `BirdCentral.valueChanged`.
+    /// MTU if known; `ordered`: see `BirdCentral.valueChanged`. `machine`:
+    /// the machine whose subscription it came through, if known (an acquired socket).
     public mutating func valueChanged(
-        _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
+        _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true, of machine: MachineID? = nil
     ) -> [Action] {
         // Many birds: the notification goes to its own bird's machine alone.
         guard machines.count > 1 else { return everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) } }
+        if let machine { return on(machine) { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) } }
         return owner(of: characteristic) { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
     }
 

@@ -132,6 +132,15 @@ struct FleetNotificationTests {
         #expect(readings(fleet.valueChanged(b.alpha, Array("51".utf8))) == [b.address])
         #expect(fleet.valueChanged("/org/bluez/hci0/dev_00_00_00_00_00_00/service000a/char000f", Array("1".utf8)) == [])
     }
+
+    /// A notification from a machine's own socket (AcquireNotify) goes to that machine.
+    @Test func aNotificationFromAMachinesSocketIsThatMachines() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...2 { _ = fleet.stream(n, id: n - 1) }
+        #expect(readings(fleet.valueChanged(bird(2).alpha, Array("22".utf8), ordered: false, of: 1)) == [bird(2).address])
+        #expect(fleet.valueChanged(bird(2).alpha, Array("23".utf8), ordered: false, of: 0) == [], "not machine 0's characteristic")
+    }
 }
 
 @Suite("The fleet: a bird given up after its link was up")
