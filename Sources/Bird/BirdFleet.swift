@@ -435,7 +435,7 @@ public struct BirdFleet: Sendable {
                     continue
                 }
                 // One bird lost is not the end of the fleet: forget it so it can be found again.
-                let sighting = sightings[id]
+                let (sighting, linkedAtAttempt) = (sightings[id], scheduler?.linkedAtAttempt[id] ?? 0)
                 drop(id)
                 // Its link is being undone: say so, if it did not (a gateway
                 // would otherwise keep the bird online for ever).
@@ -453,7 +453,8 @@ public struct BirdFleet: Sendable {
                     // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
                     if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
                     if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
-                        actions += learnedLimit(links, adapter: adapter)
+                        // Links that went down since the Connect was sent were up when the controller refused it.
+                        actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter)
                     }
                     tryAgainLater(sighting, after: failure)
                 }
