@@ -202,7 +202,7 @@ public struct BirdFleet: Sendable {
         // short line (the last sighting of each); past its end they are not
         // remembered (they will be heard again), so a crowd of strangers
         // advertising the Bird Service costs a few entries, not a machine each.
-        if machines.contains(where: { $0.central.isFinding }) {
+        if admitting {
             if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
                 waiting[index] = sighting
             } else if waiting.count < Self.waitingLimit {

@@ -98,6 +98,24 @@ struct LinkSchedulerTests {
         #expect(reports(deadline).contains(.links(adapter: "hci0", used: 2, limit: 3, learned: true)), "\(reports(deadline))")
     }
 
+    /// Polled birds taking the one free link in turn always have one
+    /// connecting: a bird heard meanwhile still gets a machine (and waits at
+    /// the gate), rather than waiting for a moment when none connects.
+    @Test func pollingBirdsDoNotHoldNewBirdsBack() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(otherBirds: .polled, pollInterval: .seconds(5), links: 1))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.stream(1, id: 0)
+        _ = fleet.deviceDisconnected(bird(1).path)
+        #expect(connects(fleet.timerFired(.machine(0, .poll)) + fleet.timerFired(.connectGap)) == [bird(1).path])
+        let heard = reports(fleet.deviceSighted(bird(2).sighting))
+        #expect(heard.contains { if case .found(let p, _) = $0 { p.address == bird(2).address } else { false } }, "\(heard)")
+        // It connects once bird 1's poll has let the link go.
+        _ = fleet.connectReplied(0, .success(()))
+        _ = fleet.servicesResolved(device: bird(1).path, characteristics: [.alpha: bird(1).alpha])
+        _ = fleet.readCompleted(0, .alpha, .success(Array("10".utf8)))
+        #expect(connects(fleet.deviceDisconnected(bird(1).path) + fleet.timerFired(.connectGap)) == [bird(2).path])
+    }
+
     /// A limit the user gives is never exceeded: a Connect waits at the gate
     /// until a link is free, and birds named to be held are held.
     @Test func aGivenLimitIsNeverExceeded() {
