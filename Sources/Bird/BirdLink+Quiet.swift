@@ -3,7 +3,7 @@ import BlueZ
 /// A held link that dies quietly: the bird's notifications stop while BlueZ
 /// still calls it connected (a bird that hung, a supervision timeout the
 /// controller never reported). `QuietWatch` notices the silence; a probe
-/// read, with a deadline of its own (`connectTimeout`), asks the bird. An
+/// read, with a deadline of its own (`QuietWatch.probeDeadline`), asks the bird. An
 /// answer (a value, or an ATT error) keeps the link; a failure or no answer
 /// ends it, and a watch finds the bird again.
 extension BirdLink {
@@ -34,7 +34,7 @@ extension BirdLink {
             quiet?.probing = field
             return .next([
                 .report(.quiet(link.peripheral, .probing(silentFor: silentFor, usualGap: watch.usualGap))),
-                .armTimer(.probe, configuration.connectTimeout), .read(field, path),
+                .armTimer(.probe, QuietWatch.probeDeadline), .read(field, path),
             ])
         default:
             return .next([])
@@ -67,7 +67,7 @@ extension BirdLink {
     /// No answer within the probe's deadline.
     mutating func probeDeadlinePassed() -> Step {
         guard case .streaming(let link) = state, quiet?.probing != nil else { return .next([]) }
-        return probeFailed(link, BlueZError(.timeout, message: "no answer within \(configuration.connectTimeout)"))
+        return probeFailed(link, BlueZError(.timeout, message: "no answer within \(QuietWatch.probeDeadline)"))
     }
 
     /// The bird answered (the read, or a notification meanwhile): the link is kept.

@@ -18,6 +18,12 @@ struct QuietWatch: Hashable, Sendable {
     /// still probed now and then (every `multiple` × 10 min at most).
     static let longestGap = Duration.seconds(600)
 
+    /// How long a probe read may take. Not the connect deadline, which a
+    /// user may cut to a second: a busy bluetoothd (a crowd of strangers
+    /// being announced) was seen to take longer than that to answer a read
+    /// over a healthy link, and the link was dropped for it.
+    static let probeDeadline = Duration.seconds(10)
+
     let multiple: Int
     /// Notifications in the current window.
     private(set) var heard = 0
