@@ -27,6 +27,7 @@ from private_bluez import PrivateBlueZ  # noqa: E402
 import mqtt_bench  # noqa: E402
 import scan_bench  # noqa: E402
 import bluetoothctl_read  # noqa: E402
+import fleet_bench  # noqa: E402
 import instructions  # noqa: E402
 
 ADDRESS = 'F0:0D:B1:7D:00:01'
@@ -73,7 +74,9 @@ class Run:
 
     measure = None  # the measure binary, set by main
 
-    def __init__(self, command, env):
+    def __init__(self, command, env, keep_lines=False):
+        self.kept = [] if keep_lines else None  # (monotonic time, line) of each line, if asked for
+        self.taken = 0
         self.result = tempfile.NamedTemporaryFile(prefix='bench-', delete=False).name
         self.process = subprocess.Popen([self.measure, self.result, *command], env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE)
@@ -99,6 +102,14 @@ class Run:
                 self.first_line = line
             self.lines += 1
             self.last_line_at = time.monotonic()
+            if self.kept is not None:
+                self.kept.append((self.last_line_at, line))
+
+    def new_lines(self):
+        '''The lines kept since the last call (keep_lines).'''
+        end = len(self.kept)
+        taken, self.taken = self.kept[self.taken:end], end
+        return taken
 
     def running(self):
         return self.process.poll() is None
@@ -388,6 +399,7 @@ def main():
             bluetoothctl_reads += [bluetoothctl_read.read(Run.measure, bluez.env, ADDRESS, ALPHA_PATH, '38 30')
                                    for _ in range(reads_now)]
     scan_lines, scan_ratios = scan_bench.run(birdctl, python, PEERS, Run, PrivateBlueZ, add_bird, ADDRESS, quick, say)
+    fleet_lines, fleet_ratios = fleet_bench.run(birdctl, Run, PrivateBlueZ, quick, say)
     memory = {}
     for tool in everyone[:3]:  # birdctl (both ways) and the floor: the flatness target is ours
         with PrivateBlueZ() as bluez:
@@ -460,6 +472,7 @@ def main():
               'pseudo-terminal, one line after the answer to the last; its CPU and peak RSS are its own, its wall '
               'time is the dialogue\'s pace and is left out.']
     lines += scan_lines
+    lines += fleet_lines
     lines += ['', f'Memory of a running `watch` (MiB) after 10,000 and after {memory_large:,} notifications: '
               'resident (RSS), and private (RssAnon + RssShmem: without the binary\'s file-backed pages)',
               '', f'| tool | RSS after 10,000 | RSS after {memory_large:,} | private after 10,000 | '
@@ -555,6 +568,7 @@ def main():
         lines.append(f'RATIO paced-instructions-acquire birdctl/floor {ours / reference:.2f}')
     lines += mqtt_ratios
     lines += scan_ratios
+    lines += fleet_ratios
 
     table = '\n'.join(lines) + '\n'
     print(table)

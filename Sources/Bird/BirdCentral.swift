@@ -65,6 +65,9 @@ public struct BirdCentral: Sendable {
         if case .finding(let finder) = phase { finder.peripheral != nil } else { false }
     }
 
+    /// Connecting to a bird it never had a link to (a bird new to the command).
+    public var isFindingAnew: Bool { !hasConnected && isFinding }
+
     /// The connected (or connecting) peripheral's device path.
     public var currentDevice: ObjectPath? {
         switch phase {
@@ -415,7 +418,7 @@ public struct BirdCentral: Sendable {
     static func stopTimers(includingDuration: Bool = false) -> [Action] {
         var timers: [Action] = [
             .cancelTimer(.scan), .cancelTimer(.listen), .cancelTimer(.connect), .cancelTimer(.retry), .cancelTimer(.services),
-            .cancelTimer(.pairing), .cancelTimer(.poll),
+            .cancelTimer(.pairing), .cancelTimer(.poll), .cancelTimer(.quiet), .cancelTimer(.probe),
         ]
         if includingDuration { timers.append(.cancelTimer(.duration)) }
         return timers

@@ -53,6 +53,10 @@ extension BirdCentral {
         /// the fields, disconnect, and again this long after. Nil: hold the
         /// link and stream its notifications.
         public var pollInterval: Duration?
+        /// A held watch's watchdog: a bird heard nothing from for this many of
+        /// its usual gaps between notifications gets a probe read, and a link
+        /// whose probe is not answered is ended (see `QuietWatch`). Nil or 0: never.
+        public var quietAfter: Int? = BirdCentral.defaultQuietAfter
 
         public init(
             mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
@@ -94,7 +98,14 @@ extension BirdCentral {
         case pairing
         /// A polled bird rests between polls.
         case poll
+        /// A held link's watchdog looks at it (see `QuietWatch`).
+        case quiet
+        /// A probe read's own deadline.
+        case probe
     }
+
+    /// How many usual gaps between notifications of silence make a held bird quiet.
+    public static let defaultQuietAfter = 4
 
     /// What the driver must do, in order.
     public enum Action: Hashable, Sendable {
@@ -150,6 +161,20 @@ extension BirdCentral {
         /// A write asked of a watch while it streams (`writeRequested`, the
         /// MQTT gateway's): done, or why not.
         case written(Peripheral, BirdValue, failure: BlueZError?)
+        /// A held bird went quiet (nothing heard for several of its usual gaps
+        /// between notifications), and what its probe read found.
+        case quiet(Peripheral, QuietProbe)
+    }
+
+    /// A quiet bird's probe read (see `QuietWatch`).
+    public enum QuietProbe: Hashable, Sendable {
+        /// Nothing heard for at least `silentFor`, where the bird's usual
+        /// gap is `usualGap` (nil: not learned yet): a read is sent.
+        case probing(silentFor: Duration, usualGap: Duration?)
+        /// The bird answered: the link is kept.
+        case answered
+        /// It did not (an error, or nothing by the deadline): the link is ended.
+        case unanswered(BlueZError)
     }
 
     public struct Peripheral: Hashable, Sendable {

@@ -33,10 +33,17 @@ extension BirdFleet {
         return perBird
     }
 
-    /// `all`: once no machine is connecting, the next bird waiting gets one.
+    /// A bird new to the fleet is being connected to: the next waits. Birds
+    /// the fleet had links to (polled ones between polls, held ones whose link
+    /// was lost) do not hold the line up: polled birds taking the links in
+    /// turn would always have one connecting, and the birds in line would
+    /// never get a machine.
+    var admitting: Bool { machines.contains { $0.central.isFindingAnew } }
+
+    /// `all`: once no new bird is being connected to, the next bird waiting gets one.
     mutating func admitWaiting() -> [Action] {
         var actions: [Action] = []
-        while outcome == nil, discovering, !waiting.isEmpty, !machines.contains(where: { $0.central.isFinding }) {
+        while outcome == nil, discovering, !waiting.isEmpty, !admitting {
             let sighting = waiting.removeFirst()
             let address = sighting.address.uppercased()
             guard byAddress[address] == nil, declined[address] == nil, sharing?.granted.contains(address) ?? true else { continue }

@@ -35,7 +35,7 @@ extension BirdFleet {
     mutating func grantConnects() -> [Action] {
         guard outcome == nil, var scheduler else { return [] }
         let machines = machines
-        let granted = scheduler.grant(linksUp: linksUp) { id, device in
+        let granted = scheduler.grant(linksUp: linksUp, linked: linked.count) { id, device in
             machines.first { $0.id == id }.map { $0.central.isFinding && $0.central.currentDevice == device } ?? false
         }
         self.scheduler = scheduler

@@ -77,6 +77,8 @@ public struct BirdFleet: Sendable {
     var waiting: [Sighting] = []
     /// `all`: the last sighting of each machine's bird.
     var sightings: [MachineID: Sighting] = [:]
+    /// `all`: the machine each notifying characteristic was last found to belong to (see `owner(of:)`).
+    var notifiers: [ObjectPath: MachineID] = [:]
     /// `all`: devices with a link up, from Connect's success to Connected
     /// turning false — also while a link we undo is still going down
     /// (bluetoothd holds a Disconnect for 2 s): the scheduler counts them.
@@ -203,7 +205,7 @@ public struct BirdFleet: Sendable {
         // short line (the last sighting of each); past its end they are not
         // remembered (they will be heard again), so a crowd of strangers
         // advertising the Bird Service costs a few entries, not a machine each.
-        if machines.contains(where: { $0.central.isFinding }) {
+        if admitting {
             if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
                 waiting[index] = sighting
             } else if waiting.count < Self.waitingLimit {
@@ -240,11 +242,15 @@ public struct BirdFleet: Sendable {
     }
 
     /// A notification (or BlueZ's echo of a read), over a link of this ATT
-    /// MTU if known; `ordered`: see `BirdCentral.valueChanged`.
+    /// MTU if known; `ordered`: see `BirdCentral.valueChanged`. `machine`:
+    /// the machine whose subscription it came through, if known (an acquired socket).
     public mutating func valueChanged(
-        _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
+        _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true, of machine: MachineID? = nil
     ) -> [Action] {
-        everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
+        // Many birds: the notification goes to its own bird's machine alone.
+        guard machines.count > 1 else { return everyMachine { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) } }
+        if let machine { return on(machine) { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) } }
+        return owner(of: characteristic) { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
     }
 
     // MARK: Replies
@@ -358,6 +364,7 @@ public struct BirdFleet: Sendable {
         machines.removeAll { $0.id == id }
         lastHeard[id] = nil
         sightings[id] = nil
+        if !notifiers.isEmpty { notifiers = notifiers.filter { $0.value != id } }
         if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
     }
 
@@ -431,7 +438,7 @@ public struct BirdFleet: Sendable {
                     continue
                 }
                 // One bird lost is not the end of the fleet: forget it so it can be found again.
-                let sighting = sightings[id]
+                let (sighting, linkedAtAttempt) = (sightings[id], scheduler?.linkedAtAttempt[id] ?? 0)
                 drop(id)
                 // Its link is being undone: say so, if it did not (a gateway
                 // would otherwise keep the bird online for ever).
@@ -449,7 +456,8 @@ public struct BirdFleet: Sendable {
                     // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
                     if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
                     if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
-                        actions += learnedLimit(links, adapter: adapter)
+                        // Links that went down since the Connect was sent were up when the controller refused it.
+                        actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter)
                     }
                     tryAgainLater(sighting, after: failure)
                 }

@@ -59,6 +59,8 @@ struct BirdLink: Sendable {
     private var streamWrite: BirdValue?
     /// A read: some field did not decode.
     private(set) var anyBadValue = false
+    /// A held link's watchdog, once it streams (see `QuietWatch`).
+    var quiet: QuietWatch?
     /// The last unordered notification of each field whose read is pending
     /// (see `valueChanged`), reported after the read.
     private var heldNotifications: [BirdField: HeldNotification] = [:]
@@ -266,6 +268,7 @@ struct BirdLink: Sendable {
     // MARK: Reading and streaming
 
     mutating func readCompleted(_ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> Step {
+        if let probing = quiet?.probing, probing == field { return probeCompleted(field, result) }
         guard case .reading(let link, _) = state else { return .next([]) }
         let settled = settleRead(field, result)
         guard case .next(let actions) = settled,
@@ -301,7 +304,7 @@ struct BirdLink: Sendable {
         }
         if configuration.polls { return .rest(link.peripheral, actions + [.disconnect(link.peripheral.path)]) }
         state = .streaming(link)
-        return .next(actions)
+        return .next(actions + startWatching())
     }
 
     mutating func notifyStarted(_ field: BirdField, _ result: Result<Void, BlueZError>) -> Step {
@@ -336,28 +339,38 @@ struct BirdLink: Sendable {
         default: return .next([])
         }
         guard let field = link.field(of: characteristic) else { return .next([]) }
+        quiet?.notified()
+        // A probe out: anything the bird says answers it.
+        let answered = quiet?.probing != nil ? probeAnswered(link.peripheral) : []
         if unread.contains(field) {
             if !ordered { heldNotifications[field] = HeldNotification(raw: raw, mtu: mtu) }
-            return .next([])
+            return .next(answered)
         }
         if let mtu, mtu > 3, raw.count >= mtu - 3 {
             state = .reading(link, pending: unread.union([field]))
-            return .next([.read(field, characteristic)])
+            return .next(answered + [.read(field, characteristic)])
         }
-        return .next(report(field, raw, from: link, notified: true))
+        if answered.isEmpty { return .next(report(field, raw, from: link, notified: true)) }
+        return .next(answered + report(field, raw, from: link, notified: true))
     }
 
     /// A notification while streaming that changes nothing of the link (a
-    /// value that decodes and cannot have been cut at the MTU): its report,
-    /// or nil when `valueChanged` must handle it.
+    /// value that decodes and cannot have been cut at the MTU, no probe
+    /// out): its report, or nil when `valueChanged` must handle it. The
+    /// caller counts it for the watchdog (`notified(_:)` before the next event).
     func plainNotification(_ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int?) -> [Action]? {
-        guard case .streaming(let link) = state, let field = link.field(of: characteristic) else { return nil }
+        guard case .streaming(let link) = state, quiet?.probing == nil, let field = link.field(of: characteristic) else {
+            return nil
+        }
         if let mtu, mtu > 3, raw.count >= mtu - 3 { return nil }
         guard case .success(let value) = BirdCodec.decode(field, raw) else { return nil }
         return [.report(.reading(link.peripheral, value, raw: raw, notified: true))]
     }
 
-    private mutating func report(_ field: BirdField, _ raw: [UInt8], from link: Link, notified: Bool) -> [Action] {
+    /// Notifications taken by `plainNotification`, for the watchdog.
+    mutating func notified(_ count: Int) { quiet?.notified(count) }
+
+    mutating func report(_ field: BirdField, _ raw: [UInt8], from link: Link, notified: Bool) -> [Action] {
         switch BirdCodec.decode(field, raw) {
         case .success(let value):
             return [.report(.reading(link.peripheral, value, raw: raw, notified: notified))]
@@ -389,6 +402,10 @@ struct BirdLink: Sendable {
                 BirdCentral.stopTimers() + [.disconnect(peripheral.path), .report(.disconnected(peripheral))])
         case (.pairing, .pairing):
             return pairCompleted(.failure(BlueZError(.timeout, message: "no answer to Pair")))
+        case (.quiet, _):
+            return quietWindowEnded()
+        case (.probe, _):
+            return probeDeadlinePassed()
         default:
             return .next([])
         }

@@ -235,7 +235,8 @@ public final class CentralDriver: @unchecked Sendable {
         case .startNotify(let id, let field, let characteristic):
             subscriptions.subscribe(
                 characteristic,
-                notified: { [self] path, value, mtu in apply { $0.valueChanged(path, value, mtu: mtu, ordered: false) } },
+                // A socket of this machine's subscription: its notifications are this machine's.
+                notified: { [self] path, value, mtu in apply { $0.valueChanged(path, value, mtu: mtu, ordered: false, of: id) } },
                 completion: { [self] result in apply { $0.notifyStarted(id, field, result) } })
         case .stopNotify(let characteristic):
             core.cleanup { [subscriptions] done in subscriptions?.unsubscribe(characteristic, done: done) }

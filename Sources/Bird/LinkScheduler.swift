@@ -26,6 +26,10 @@ struct LinkScheduler: Sendable {
     /// Machines whose Connect waits for the gate, first come first served,
     /// with the actions held back (the connect deadline and the Connect).
     private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, actions: [BirdFleet.Action])] = []
+    /// How many links were up when each machine's last attempt was let
+    /// through: what the controller held if it never answers (links going
+    /// down meanwhile no longer show at the deadline).
+    private(set) var linkedAtAttempt: [BirdFleet.MachineID: Int] = [:]
     /// No connection attempt until the gap after the last one has passed.
     private var gapOpen = true
     private var random: SplitMix64
@@ -75,13 +79,14 @@ struct LinkScheduler: Sendable {
     /// A machine no longer waits (it stopped, was dropped, gave up).
     mutating func withdraw(_ id: BirdFleet.MachineID) {
         waiting.removeAll { $0.id == id }
+        linkedAtAttempt[id] = nil
     }
 
     /// The next connection attempt, if the gap has passed and a link is free:
     /// its held-back actions and the gap's timer. `stillWants` says whether a
     /// machine still connects to that device; `linksUp` counts the links up
-    /// or being made (not those waiting here).
-    mutating func grant(linksUp: Int, stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool) -> [BirdFleet.Action] {
+    /// or being made (not those waiting here), `linked` those up.
+    mutating func grant(linksUp: Int, linked: Int, stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool) -> [BirdFleet.Action] {
         while gapOpen, let first = waiting.first {
             guard stillWants(first.id, first.device) else {
                 waiting.removeFirst()
@@ -89,6 +94,7 @@ struct LinkScheduler: Sendable {
             }
             if let limit, linksUp >= limit { return [] }
             waiting.removeFirst()
+            linkedAtAttempt[first.id] = linked
             gapOpen = false
             return first.actions + [.armTimer(.connectGap, nextGap())]
         }

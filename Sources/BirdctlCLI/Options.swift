@@ -60,6 +60,10 @@ extension Option {
     static let links = Option(
         "--links", "with --all: the adapter's link limit, never exceeded", .integer(label: "N", range: 1...64),
         fallback: "learned from a connection that never comes")
+    static let quietAfter = Option(
+        "--quiet-after",
+        "probe a held bird with a read after N of its usual gaps between notifications without one; no answer ends the link (0: never)",
+        .integer(label: "N", range: 0...1000, default: birdDefaults.quietAfter))
     static let count = Option("--count", "stop after N readings", .integer(label: "N", range: 1...Int.max))
     static let duration = Option("--duration", "stop after S seconds", .seconds(default: nil, none: "no limit"))
     static let all = Option("--all", "follow every Bird in range; every line carries the address")

@@ -168,6 +168,8 @@ public struct GatewayMachine: Sendable {
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
             .paired(let p), .polled(let p), .written(let p, _, _):
             actions.append(.publish(.event(address: p.address, report)))
+        case .quiet(let p, _):
+            actions.append(.publish(.event(address: p.address, report)))
         case .gaveUp, .waiting, .links:
             actions.append(.publish(.event(address: nil, report)))
         case .forgotten(let address):

@@ -81,6 +81,41 @@ struct LinkSchedulerTests {
             path: bird(1).path, address: bird(1).address, name: "Bird1")))))
     }
 
+    /// The limit is what was up when the refused Connect was sent: a polled
+    /// bird's link that went down before the deadline (bluetoothd holds a
+    /// Disconnect 2 s) still counts. Counted at the deadline, the limit came
+    /// out one short, and with two held birds no polled bird got a link again.
+    @Test func aLimitCountsTheLinksUpWhenTheConnectWasSent() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(
+            hold: [bird(1).address, bird(2).address], otherBirds: .polled, pollInterval: .seconds(5)))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.stream(1, id: 0)
+        _ = fleet.stream(2, id: 1)
+        #expect(fleet.stream(3, id: 2).contains(.disconnect(bird(3).path)), "polled: read and let go")
+        #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        _ = fleet.deviceDisconnected(bird(3).path)
+        let deadline = fleet.connectDeadlinePassed(3, connectedDevices: [bird(1).path, bird(2).path], adapter: "hci0")
+        #expect(reports(deadline).contains(.links(adapter: "hci0", used: 2, limit: 3, learned: true)), "\(reports(deadline))")
+    }
+
+    /// Polled birds taking the one free link in turn always have one
+    /// connecting: a bird heard meanwhile still gets a machine (and waits at
+    /// the gate), rather than waiting for a moment when none connects.
+    @Test func pollingBirdsDoNotHoldNewBirdsBack() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(otherBirds: .polled, pollInterval: .seconds(5), links: 1))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        _ = fleet.stream(1, id: 0)
+        _ = fleet.deviceDisconnected(bird(1).path)
+        #expect(connects(fleet.timerFired(.machine(0, .poll)) + fleet.timerFired(.connectGap)) == [bird(1).path])
+        let heard = reports(fleet.deviceSighted(bird(2).sighting))
+        #expect(heard.contains { if case .found(let p, _) = $0 { p.address == bird(2).address } else { false } }, "\(heard)")
+        // It connects once bird 1's poll has let the link go.
+        _ = fleet.connectReplied(0, .success(()))
+        _ = fleet.servicesResolved(device: bird(1).path, characteristics: [.alpha: bird(1).alpha])
+        _ = fleet.readCompleted(0, .alpha, .success(Array("10".utf8)))
+        #expect(connects(fleet.deviceDisconnected(bird(1).path) + fleet.timerFired(.connectGap)) == [bird(2).path])
+    }
+
     /// A limit the user gives is never exceeded: a Connect waits at the gate
     /// until a link is free, and birds named to be held are held.
     @Test func aGivenLimitIsNeverExceeded() {
@@ -106,6 +141,40 @@ struct LinkSchedulerTests {
         #expect(done.contains(.disconnect(bird(3).path)))
         #expect(connects(done + fleet.timerFired(.connectGap)) == [], "not while bird 3's link is still going down")
         #expect(connects(fleet.deviceDisconnected(bird(3).path)) == [bird(2).path], "bird 2's poll goes next")
+    }
+}
+
+@Suite("The fleet: notifications among many birds")
+struct FleetNotificationTests {
+    private func readings(_ actions: [BirdFleet.Action]) -> [String] {
+        reports(actions).compactMap { if case .reading(let p, _, _, _) = $0 { p.address } else { nil } }
+    }
+
+    /// Each notification is its own bird's reading, also after a bird's link was lost and made again.
+    @Test func aNotificationGoesToItsOwnBirdAsLinksComeAndGo() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
+        for n in [2, 1, 3, 1] { #expect(readings(fleet.valueChanged(bird(n).alpha, Array("1\(n)".utf8))) == [bird(n).address]) }
+        _ = fleet.deviceDisconnected(bird(1).path)
+        #expect(fleet.valueChanged(bird(1).alpha, Array("9".utf8)) == [], "no link, no reading")
+        #expect(readings(fleet.valueChanged(bird(3).alpha, Array("9".utf8))) == [bird(3).address])
+        let b = bird(1)
+        _ = fleet.deviceSighted(b.sighting) + fleet.timerFired(.connectGap)
+        _ = fleet.connectReplied(0, .success(()))
+        _ = fleet.servicesResolved(device: b.path, characteristics: [.alpha: b.alpha])
+        _ = fleet.notifyStarted(0, .alpha, .success(())) + fleet.readCompleted(0, .alpha, .success(Array("50".utf8)))
+        #expect(readings(fleet.valueChanged(b.alpha, Array("51".utf8))) == [b.address])
+        #expect(fleet.valueChanged("/org/bluez/hci0/dev_00_00_00_00_00_00/service000a/char000f", Array("1".utf8)) == [])
+    }
+
+    /// A notification from a machine's own socket (AcquireNotify) goes to that machine.
+    @Test func aNotificationFromAMachinesSocketIsThatMachines() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...2 { _ = fleet.stream(n, id: n - 1) }
+        #expect(readings(fleet.valueChanged(bird(2).alpha, Array("22".utf8), ordered: false, of: 1)) == [bird(2).address])
+        #expect(fleet.valueChanged(bird(2).alpha, Array("23".utf8), ordered: false, of: 0) == [], "not machine 0's characteristic")
     }
 }
 

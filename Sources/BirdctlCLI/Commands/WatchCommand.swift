@@ -46,7 +46,8 @@ enum WatchCommand {
             when its holder dies (docs/fleet.md).
             """,
         options: [
-            .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .count, .duration, .noReconnect, .notifyMethod,
+            .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .quietAfter, .count, .duration, .noReconnect,
+            .notifyMethod,
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .mqttWriteTTL, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
@@ -64,6 +65,7 @@ enum WatchCommand {
             address: address)
         configuration.maximumReadings = arguments.integer(.count)
         configuration.duration = arguments.seconds(.duration)
+        configuration.quietAfter = arguments.integer(.quietAfter)
 
         if !all, let given = [Option.forgetAfter, .hold, .poll, .policy, .pollInterval, .links].first(where: { arguments.value($0) != nil }) {
             throw UsageError("\(given.name) goes with --all")

@@ -146,6 +146,8 @@ struct ReportFormatter {
             return object.rendered
         case .polled(let p):
             return event("polled", p).rendered
+        case .quiet(let p, let probe):
+            return quietLine(p, probe)
         case .pairing(let p):
             return event("pairing", p).rendered
         case .paired(let p):
@@ -178,6 +180,7 @@ struct ReportFormatter {
         case .links(let adapter, let used, let limit, let learned):
             "\(adapter) holds \(used) of at most \(limit) links" + (learned ? " (the limit learned from a connection that never came)" : "")
         case .polled(let p): "polling \(label(p)) from now on, to share the last link"
+        case .quiet(let p, let probe): quietText(p, probe)
         case .pairing(let p): "pairing with \(label(p))"
         case .paired(let p): "paired with \(label(p))"
         case .written(let p, let value, nil): "wrote \(value.field) \(value.text) to \(label(p))"

@@ -1,0 +1,71 @@
+import BlueZTestSupport
+import DBus
+import Glibc
+import Testing
+
+/// `watch --all` and links that die quietly, on the fake BlueZ: the bird
+/// notifies every 200 ms (Chatter), then keeps its link but says nothing
+/// more (Hang).
+@Suite("Links that die quietly")
+struct QuietLinkEndToEndTests {
+    /// Lines up to the first `quiet` event with this probe outcome; those before it are returned too.
+    private func quiet(_ probe: String, from watch: BirdctlProcess) async throws -> (event: [String: Any], before: [String]) {
+        var before: [String] = []
+        while true {
+            let line = try await watch.line(containing: "\"event\"", within: .seconds(30))
+            let event = try parseJSON(line)
+            if event["event"] as? String == "quiet", event["probe"] as? String == probe { return (event, before) }
+            before.append(line)
+        }
+    }
+
+    private func chattering() async throws -> (FakeBlueZ, BirdctlProcess) {
+        let fake = try FakeBlueZ()
+        try await fake.addBird()
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--quiet-after", "2", "--connect-timeout", "2")
+        _ = try await watch.line(containing: "\"reading\"")
+        try await waitForNotifying(fake)
+        try await fake.call("Chatter", .string(bird), .string(alphaUUID), .uint32(200))
+        _ = try await watch.line(containing: "\"notify\"")
+        return (fake, watch)
+    }
+
+    /// Notifications stop and reads go unanswered: the probe's deadline
+    /// passes, the link is ended, and the bird, heard again, streams again.
+    @Test func aBirdDeadOnItsLinkIsFoundAgain() async throws {
+        let (fake, watch) = try await chattering()
+        try await fake.call("Hang", .string(bird), .bool(false))
+        let (sent, _) = try await quiet("sent", from: watch)
+        #expect(sent["address"] as? String == bird)
+        // Two usual gaps of at least 1 s each (the learned gap depends on when the chatter began).
+        let usual = try #require(sent["usual_gap_s"] as? Double, "\(sent)")
+        #expect(usual >= 1 && abs((sent["silent_s"] as? Double ?? 0) - 2 * usual) < 0.01, "\(sent)")
+        let (unanswered, between) = try await quiet("unanswered", from: watch)
+        #expect((unanswered["message"] as? String ?? "").contains("no answer"), "\(unanswered)")
+        #expect(!between.contains { $0.contains("\"disconnected\"") })
+        _ = try await watch.line(containing: "\"disconnected\"")
+        #expect(try await fake.calls().contains { $0.hasPrefix("Disconnect \(birdPath)") })
+        try await fake.call("SetRSSI", .string(bird), .int16(-55))  // heard again
+        _ = try await watch.line(containing: "\"connected\"")
+        let again = try parseJSON(try await watch.line(containing: "\"notify\""))
+        #expect(again["address"] as? String == bird)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// Notifications stop but reads are answered: the bird is merely quiet,
+    /// its link kept, and it is looked at again after a window twice as long.
+    @Test func aQuietBirdThatAnswersKeepsItsLink() async throws {
+        let (fake, watch) = try await chattering()
+        try await fake.call("Hang", .string(bird), .bool(true))
+        let (first, _) = try await quiet("sent", from: watch)
+        _ = try await quiet("answered", from: watch)
+        let (second, between) = try await quiet("sent", from: watch)
+        let silences = [first, second].map { $0["silent_s"] as? Double ?? 0 }
+        #expect(abs(silences[1] - 2 * silences[0]) < 0.01, "the window doubled: \(first), \(second)")
+        #expect(!between.contains { $0.contains("\"disconnected\"") || $0.contains("\"connected\"") }, "\(between)")
+        #expect(!(try await fake.calls()).contains { $0.hasPrefix("Disconnect") })
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+}
