@@ -38,6 +38,9 @@ public struct BirdCentral: Sendable {
     }
 
     private var phase = Phase.waitingForBluetooth
+    /// Notifications the hot path read on the link and has not yet told it
+    /// (its watchdog counts them): told before the link's next event.
+    private var untoldNotifications = 0
     /// Bluetooth was usable once: later outages are waited out, not failures.
     private var wasReady = false
     /// A link was up once: a watch then finds its bird again after losing it.
@@ -241,6 +244,7 @@ public struct BirdCentral: Sendable {
         // cost ~1.4k instructions a notification (docs/performance.md,
         // "The signal path").
         if case .onLink(let link) = phase, let actions = link.plainNotification(characteristic, raw, mtu: mtu) {
+            untoldNotifications &+= 1
             return counted(actions)
         }
         return withLink { $0.valueChanged(characteristic, raw, mtu: mtu, ordered: ordered) }
@@ -365,6 +369,10 @@ public struct BirdCentral: Sendable {
     private mutating func withLink(_ event: (inout BirdLink) -> Step) -> [Action] {
         guard case .onLink(var link) = phase else { return [] }
         phase = .finished
+        if untoldNotifications > 0 {
+            link.notified(untoldNotifications)
+            untoldNotifications = 0
+        }
         let step = event(&link)
         phase = .onLink(link)
         return settle(step)
@@ -379,6 +387,7 @@ public struct BirdCentral: Sendable {
             hasConnected = true
             let (link, started) = BirdLink.start(configuration, peripheral, bonded: bonded)
             phase = .onLink(link)
+            untoldNotifications = 0
             return started
         case .findAgain(let actions):
             return actions + beginFinding()

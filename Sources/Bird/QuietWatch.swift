@@ -49,6 +49,9 @@ struct QuietWatch: Hashable, Sendable {
     /// A notification came over the link.
     @inline(__always) mutating func notified() { heard &+= 1 }
 
+    /// Notifications counted outside the link (the machine's hot path).
+    mutating func notified(_ count: Int) { heard &+= count }
+
     /// What the end of a window says.
     enum Verdict: Equatable {
         /// The link is alive (or nothing is known yet): look again after this.
