@@ -26,6 +26,11 @@ public struct GatewayMachine: Sendable {
         case event(address: String?, BirdCentral.Report)
         /// The buffer dropped this many of its oldest.
         case dropped(Int)
+        /// How many birds the gateway holds links to, and the adapter's limit
+        /// when known (given, or learned): retained, for Home Assistant.
+        case links(used: Int, limit: Int?)
+        /// The gateway's links sensor (its discovery config).
+        case linksDiscovery
         /// Empty retained messages on each of the bird's topics and configs.
         case clearing(address: String)
     }
@@ -97,6 +102,11 @@ public struct GatewayMachine: Sendable {
     private var phase = Phase.idle
     /// The gateway said `online` (after its first probe came back).
     private var announced = false
+    /// Birds online (links up), the adapter's limit when known, and whether
+    /// the links sensor was described.
+    private var linksUsed = 0
+    private var linkLimit: Int?
+    private var linksDescribed = false
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -170,7 +180,11 @@ public struct GatewayMachine: Sendable {
             actions.append(.publish(.event(address: p.address, report)))
         case .quiet(let p, _):
             actions.append(.publish(.event(address: p.address, report)))
-        case .gaveUp, .waiting, .links:
+        case .links(_, _, let limit, _):
+            actions.append(.publish(.event(address: nil, report)))
+            linkLimit = limit
+            actions += linksNow()
+        case .gaveUp, .waiting:
             actions.append(.publish(.event(address: nil, report)))
         case .forgotten(let address):
             // The fleet no longer hears it: nothing of it stays on the broker
@@ -307,9 +321,24 @@ public struct GatewayMachine: Sendable {
             actions.append(.publishSticky(.birdDiscovery(peripheral)))
             bird.discovered = true
         }
+        let changed = bird.online != online
         bird.online = online
         birds[address] = bird
         actions.append(.publishSticky(.birdStatus(address: address, online: online)))
+        if changed {
+            linksUsed += online ? 1 : -1
+            actions += linksNow()
+        }
         return actions
+    }
+
+    /// The links in use (and the limit) as they are now; the sensor described the first time.
+    private mutating func linksNow() -> [Action] {
+        var actions: [Action] = []
+        if configuration.discovery && !linksDescribed {
+            linksDescribed = true
+            actions.append(.publishSticky(.linksDiscovery))
+        }
+        return actions + [.publishSticky(.links(used: linksUsed, limit: linkLimit))]
     }
 }

@@ -98,7 +98,8 @@ struct MQTTGatewayTests {
         let before = try broker.retained("#")
         let ours = [
             "gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D",
-            "homeassistant/number/birdctl_gw_F00D", "homeassistant/text/birdctl_gw_F00D",
+            "homeassistant/number/birdctl_gw_F00D", "homeassistant/text/birdctl_gw_F00D", "gw/links",
+            "homeassistant/sensor/birdctl_gw_links/",
         ]
         let others = before.filter { topic in !topic.key.hasPrefix("birdctl-test/") && !ours.contains { topic.key.hasPrefix($0) } }
         #expect(others.keys.contains("gw/nested/status") && others.keys.contains("other/\(bird)/alpha"))
@@ -123,7 +124,7 @@ struct MQTTGatewayTests {
         let all = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
         #expect(all.status == 0, "\(all.stderr)")
         left = try broker.retained("#")
-        #expect(left["gw/status"] == nil && left["homeassistant/binary_sensor/birdctl_gw/config"] == nil)
+        #expect(left["gw/status"] == nil && left["homeassistant/binary_sensor/birdctl_gw/config"] == nil && left["gw/links"] == nil)
         #expect(left.filter { !$0.key.hasPrefix("birdctl-test/") } == others)
     }
 

@@ -46,18 +46,24 @@ struct GatewayMachineTests {
 
     @Test func aConnectionIsAnEventThenDiscoveryOnceThenTheStatus() {
         var machine = GatewayMachine.running([])
+        // The links in use follow (the gateway's links sensor, described once).
         #expect(machine.report(.connected(robin)) == [
             .publish(.event(address: robin.address, .connected(robin))),
             .publishSticky(.birdDiscovery(robin)), .publishSticky(.birdStatus(address: robin.address, online: true)),
+            .publishSticky(.linksDiscovery), .publishSticky(.links(used: 1, limit: nil)),
         ])
         #expect(machine.report(.disconnected(robin)) == [
-            .publishSticky(.birdStatus(address: robin.address, online: false)),
+            .publishSticky(.birdStatus(address: robin.address, online: false)), .publishSticky(.links(used: 0, limit: nil)),
             .publish(.event(address: robin.address, .disconnected(robin))),
         ])
         // Discovered already: not again.
         #expect(machine.report(.connected(robin)) == [
             .publish(.event(address: robin.address, .connected(robin))), .publishSticky(.birdStatus(address: robin.address, online: true)),
+            .publishSticky(.links(used: 1, limit: nil)),
         ])
+        // The limit, once given or learned, goes with it.
+        #expect(machine.report(.links(adapter: "hci0", used: 1, limit: 3, learned: true)).contains(
+            .publishSticky(.links(used: 1, limit: 3))))
         var quiet = GatewayMachine.running([], discovery: false)
         #expect(!quiet.report(.connected(robin)).contains(.publishSticky(.birdDiscovery(robin))))
     }
@@ -77,7 +83,7 @@ struct GatewayMachineTests {
         _ = machine.report(reading(robin, 40))
         #expect(machine.report(.disconnected(robin)) == [
             .publish(.state(address: robin.address, [.alpha: .alpha(percent: 40)])),
-            .publishSticky(.birdStatus(address: robin.address, online: false)),
+            .publishSticky(.birdStatus(address: robin.address, online: false)), .publishSticky(.links(used: 1, limit: nil)),
             .publish(.event(address: robin.address, .disconnected(robin))),
         ])
     }

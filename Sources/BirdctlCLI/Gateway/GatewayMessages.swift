@@ -49,6 +49,12 @@ struct GatewayMessages {
         case .gatewayStatus(let online): return [gatewayStatus(online: online)]
         case .probe: return [MQTTMessage(probeTopic, probeToken, retain: false)]
         case .gatewayDiscovery: return [gatewayDiscovery(version: version)]
+        case .links(let used, let limit):
+            var object = JSONObject()
+            object.add("used", .integer(used))
+            if let limit { object.add("limit", .integer(limit)) }
+            return [MQTTMessage(linksTopic, object.rendered, retain: true)]
+        case .linksDiscovery: return [linksDiscovery(version: version)]
         case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
         case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
         case .value(let address, let value): return [self.value(address, value)]
@@ -168,6 +174,29 @@ struct GatewayMessages {
 
     var gatewayDiscoveryTopic: String { "homeassistant/binary_sensor/birdctl_\(gatewayID)/config" }
 
+    /// `PREFIX/links`: `{"used":N,"limit":L}` (no limit until known).
+    var linksTopic: String { prefix + "/links" }
+    var linksDiscoveryTopic: String { "homeassistant/sensor/birdctl_\(gatewayID)_links/config" }
+
+    /// The links sensor on the gateway's device: links used, the limit as an attribute.
+    func linksDiscovery(version: String) -> MQTTMessage {
+        var device = JSONObject()
+        device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
+        var config = JSONObject()
+        config.add("name", "Links")
+        config.add("unique_id", "birdctl_\(gatewayID)_links")
+        config.add("state_topic", linksTopic)
+        config.add("value_template", "{{ value_json.used }}")
+        config.add("json_attributes_topic", linksTopic)
+        config.add("availability_topic", statusTopic)
+        config.add("state_class", "measurement")
+        config.add("icon", "mdi:link-variant")
+        config.add("entity_category", "diagnostic")
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage(linksDiscoveryTopic, config.rendered, retain: true)
+    }
+
     /// The id of a bird's sensor for `field` from this gateway (in a fleet, the fleet's).
     private func sensorID(_ address: String, _ field: BirdField) -> String {
         fleet == nil
@@ -239,7 +268,7 @@ struct GatewayMessages {
             let bird = birdOfTopic(topic)?.uppercased() ?? birdOfSensorConfig(topic)
             guard let birds else {
                 // Not all of PREFIX/#: a gateway may have a prefix under ours.
-                return bird != nil || topic == statusTopic || topic == gatewayDiscoveryTopic
+                return bird != nil || [statusTopic, gatewayDiscoveryTopic, linksTopic, linksDiscoveryTopic].contains(topic)
             }
             return bird.map(birds.contains) ?? false
         }
