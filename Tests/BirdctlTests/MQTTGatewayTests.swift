@@ -99,7 +99,7 @@ struct MQTTGatewayTests {
         let ours = [
             "gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D",
             "homeassistant/number/birdctl_gw_F00D", "homeassistant/text/birdctl_gw_F00D", "gw/links",
-            "homeassistant/sensor/birdctl_gw_links/",
+            "homeassistant/sensor/birdctl_gw_links/", "homeassistant/sensor/birdctl_gw_link_limit/",
         ]
         let others = before.filter { topic in !topic.key.hasPrefix("birdctl-test/") && !ours.contains { topic.key.hasPrefix($0) } }
         #expect(others.keys.contains("gw/nested/status") && others.keys.contains("other/\(bird)/alpha"))

@@ -54,7 +54,7 @@ struct GatewayMessages {
             object.add("used", .integer(used))
             if let limit { object.add("limit", .integer(limit)) }
             return [MQTTMessage(linksTopic, object.rendered, retain: true)]
-        case .linksDiscovery: return [linksDiscovery(version: version)]
+        case .linksDiscovery: return linksDiscovery(version: version)
         case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
         case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
         case .value(let address, let value): return [self.value(address, value)]
@@ -176,25 +176,30 @@ struct GatewayMessages {
 
     /// `PREFIX/links`: `{"used":N,"limit":L}` (no limit until known).
     var linksTopic: String { prefix + "/links" }
-    var linksDiscoveryTopic: String { "homeassistant/sensor/birdctl_\(gatewayID)_links/config" }
+    /// The links sensors' configs: links in use, and the limit.
+    var linksDiscoveryTopics: [String] {
+        ["links", "link_limit"].map { "homeassistant/sensor/birdctl_\(gatewayID)_\($0)/config" }
+    }
 
-    /// The links sensor on the gateway's device: links used, the limit as an attribute.
-    func linksDiscovery(version: String) -> MQTTMessage {
+    /// Two sensors on the gateway's device: the links in use, and the
+    /// adapter's limit (unknown until given or learned). No JSON attributes:
+    /// the topic cleared (an empty payload) would be "Erroneous JSON".
+    func linksDiscovery(version: String) -> [MQTTMessage] {
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
-        var config = JSONObject()
-        config.add("name", "Links")
-        config.add("unique_id", "birdctl_\(gatewayID)_links")
-        config.add("state_topic", linksTopic)
-        config.add("value_template", "{{ value_json.used }}")
-        config.add("json_attributes_topic", linksTopic)
-        config.add("availability_topic", statusTopic)
-        config.add("state_class", "measurement")
-        config.add("icon", "mdi:link-variant")
-        config.add("entity_category", "diagnostic")
-        config.add("device", .object(device))
-        config.add("origin", .object(origin(version)))
-        return MQTTMessage(linksDiscoveryTopic, config.rendered, retain: true)
+        return zip(linksDiscoveryTopics, [("Links", "used"), ("Link limit", "limit")]).map { topic, sensor in
+            var config = JSONObject()
+            config.add("name", sensor.0)
+            config.add("unique_id", "birdctl_\(gatewayID)_" + (sensor.1 == "used" ? "links" : "link_limit"))
+            config.add("state_topic", linksTopic)
+            config.add("value_template", "{{ value_json.\(sensor.1) if value and value_json.\(sensor.1) is defined else '' }}")
+            config.add("availability_topic", statusTopic)
+            config.add("icon", "mdi:link-variant")
+            config.add("entity_category", "diagnostic")
+            config.add("device", .object(device))
+            config.add("origin", .object(origin(version)))
+            return MQTTMessage(topic, config.rendered, retain: true)
+        }
     }
 
     /// The id of a bird's sensor for `field` from this gateway (in a fleet, the fleet's).
@@ -268,7 +273,7 @@ struct GatewayMessages {
             let bird = birdOfTopic(topic)?.uppercased() ?? birdOfSensorConfig(topic)
             guard let birds else {
                 // Not all of PREFIX/#: a gateway may have a prefix under ours.
-                return bird != nil || [statusTopic, gatewayDiscoveryTopic, linksTopic, linksDiscoveryTopic].contains(topic)
+                return bird != nil || ([statusTopic, gatewayDiscoveryTopic, linksTopic] + linksDiscoveryTopics).contains(topic)
             }
             return bird.map(birds.contains) ?? false
         }
