@@ -115,6 +115,36 @@ struct FleetGatewayTests {
         #expect(left["house/fleet/\(bird)/heard/garden"] != nil, "\(left)")
     }
 
+    /// A partition: the holder stops answering (SIGSTOP: its link to the bird
+    /// stays, its connection to the broker goes silent). The broker declares
+    /// it dead after 1.5 × its 30 s keep-alive and publishes its will; the
+    /// garden takes the bird. Back (SIGCONT), the kitchen finds the garden's
+    /// claim and lets its link go: two holders only while it was cut off.
+    @Test func aHolderCutOffLosesItsBirdAndLetsItGoWhenItIsBack() async throws {
+        let broker = try MosquittoBroker()
+        let rooms = try await Self.startRooms(["kitchen": -45, "garden": -60], on: broker)
+        let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
+            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
+            return try Self.holder(broker) == "kitchen"
+        }
+        #expect(claimed)
+        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
+        rooms[0].gateway.signal(SIGSTOP)
+        let takenOver = try await poll(within: .seconds(120), every: .milliseconds(500)) {
+            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
+            return try Self.holder(broker) == "garden"
+        }
+        #expect(takenOver)
+        let gardenLinked = try await poll(within: .seconds(20)) { try await rooms[1].connected() }
+        #expect(gardenLinked)
+        rooms[0].gateway.signal(SIGCONT)
+        let kitchenLetGo = try await poll(within: .seconds(30), every: .milliseconds(200)) { try await !rooms[0].connected() }
+        #expect(kitchenLetGo, "\(rooms[0].gateway.stderr)")
+        #expect(try Self.holder(broker) == "garden")
+        for room in rooms { room.gateway.signal(SIGTERM) }
+        for room in rooms { #expect(try await room.gateway.waitForExit() == 0) }
+    }
+
     @Test func oneHolderThroughAWalkWithNoiseAndAnotherWhenItDies() async throws {
         let broker = try MosquittoBroker()
         let holders = try await broker.subscribe(["house/fleet/+/holder"])
