@@ -267,7 +267,7 @@ SOAK_MINUTES ?= 60
 SOAK_EVENT_SECONDS ?= 60
 soak-service: deps-vm release
 	BIRDCTL=.build/release/birdctl SOAK_MINUTES=$(SOAK_MINUTES) SOAK_EVENT_SECONDS=$(SOAK_EVENT_SECONDS) \
-	  BIRDCTL_VM_TIMEOUT=$$(( $(SOAK_MINUTES) * 60 + 900 )) fixtures/vm/run-vm.sh servicesoak
+	  BIRDCTL_VM_PLATFORM=$(VM_PLATFORM) BIRDCTL_VM_TIMEOUT=$$(( $(SOAK_MINUTES) * 60 + 900 )) fixtures/vm/run-vm.sh servicesoak
 
 # make bench: streaming, reads and memory beside the other tools (bench-fake),
 # then streaming on the real stack (bench-system).
