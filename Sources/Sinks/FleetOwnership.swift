@@ -77,6 +77,9 @@ public struct FleetOwnership: Sendable {
         case grant(address: String)
         /// The fleet lets the bird go (its link undone).
         case release(address: String)
+        /// Another room came to hold a bird this one never claimed: what
+        /// waited here for it (writes from MQTT) is that room's to answer.
+        case heldElsewhere(address: String)
         /// Nothing of the bird is remembered any more.
         case forgotten(address: String)
         /// A sensor of how loud this room hears a bird of the fleet (one with
@@ -92,7 +95,6 @@ public struct FleetOwnership: Sendable {
         var smoothed: Double?
         var lastHeard: Duration = .zero
         var published: Int?
-        var publishedAt: Duration = .zero
         /// Since when this room hears the held bird louder by the margin.
         var louderSince: Duration?
         /// This room's claim is being sent (not yet seen back, or seen back).
@@ -135,8 +137,6 @@ public struct FleetOwnership: Sendable {
     public var roomsKnown: Int { alive.count + offlineSince.count }
     public func reportsKept(_ address: String) -> Int { birds[address]?.heard.count ?? 0 }
 
-    /// This room claimed the bird (or holds it).
-    public func claims(_ address: String) -> Bool { birds[address]?.claimed == true }
 
     // MARK: What this gateway hears and holds
 
@@ -148,7 +148,7 @@ public struct FleetOwnership: Sendable {
         bird.smoothed = bird.smoothed.map { $0 + (Double(rssi) - $0) / 4 } ?? Double(rssi)
         bird.lastHeard = now
         birds[address] = bird
-        return publishHeardIfMoved(address, now: now) + decide(address, now: now)
+        return publishHeardIfMoved(address) + decide(address, now: now)
     }
 
     /// The fleet connected the bird (or lost its link).
@@ -242,6 +242,7 @@ public struct FleetOwnership: Sendable {
             bird.granted = true
         } else {
             if bird.granted { actions.append(.release(address: address)) }
+            if holder != nil && !bird.claimed { actions.append(.heldElsewhere(address: address)) }
             bird.claimed = false
             bird.granted = false
         }
@@ -329,12 +330,11 @@ public struct FleetOwnership: Sendable {
     }
 
     /// This room's heard report, when it moved by 3 dB or more (or is new).
-    private mutating func publishHeardIfMoved(_ address: String, now: Duration) -> [Action] {
+    private mutating func publishHeardIfMoved(_ address: String) -> [Action] {
         guard let smoothed = birds[address]?.smoothed else { return [] }
         let value = Int(smoothed.rounded())
         if let published = birds[address]?.published, abs(value - published) < 3 { return [] }
         birds[address]?.published = value
-        birds[address]?.publishedAt = now
         return [.publishHeard(address: address, rssi: value)] + describeHearing(address)
     }
 

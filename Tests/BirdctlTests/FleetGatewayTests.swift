@@ -42,6 +42,17 @@ struct FleetGatewayTests {
         return rooms
     }
 
+    /// The air keeps each room hearing the bird around `levels` (±2 dB) until
+    /// the kitchen holds it and streams its first reading.
+    static func heldByTheKitchen(_ rooms: [Room], _ levels: [Int], on broker: MosquittoBroker) async throws {
+        let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
+            try await air(rooms, levels.map { Int.random(in: $0 - 2 ... $0 + 2) })
+            return try holder(broker) == "kitchen"
+        }
+        #expect(claimed, "\(rooms.map(\.gateway.stderr))")
+        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
+    }
+
     static func holder(_ broker: MosquittoBroker) throws -> String? {
         try broker.retained("house/fleet/\(bird)/holder")["house/fleet/\(bird)/holder"]
     }
@@ -52,12 +63,7 @@ struct FleetGatewayTests {
     @Test func aBirdSilentWhileHeldStaysWithItsHolderUntilTheLinkGoes() async throws {
         let broker = try MosquittoBroker()
         let rooms = try await Self.startRooms(["kitchen": -45, "garden": -85], on: broker)
-        let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
-            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -87 ... -83)])
-            return try Self.holder(broker) == "kitchen"
-        }
-        #expect(claimed)
-        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
+        try await Self.heldByTheKitchen(rooms, [-45, -85], on: broker)
         // Held, it is silent: nobody hears it move to the garden. 6 s, two dwell times.
         try await Task.sleep(for: .seconds(6))
         #expect(try Self.holder(broker) == "kitchen")
@@ -82,12 +88,7 @@ struct FleetGatewayTests {
         let broker = try MosquittoBroker()
         let rooms = try await Self.startRooms(["kitchen": -45, "garden": -60], on: broker)
         let holders = try await broker.subscribe(["house/fleet/+/holder"], sessionID: "fleet-holders")
-        let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
-            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
-            return try Self.holder(broker) == "kitchen"
-        }
-        #expect(claimed)
-        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
+        try await Self.heldByTheKitchen(rooms, [-45, -60], on: broker)
         broker.stop()
         try await Task.sleep(for: .seconds(2))
         try broker.start()
@@ -123,12 +124,7 @@ struct FleetGatewayTests {
     @Test func aHolderCutOffLosesItsBirdAndLetsItGoWhenItIsBack() async throws {
         let broker = try MosquittoBroker()
         let rooms = try await Self.startRooms(["kitchen": -45, "garden": -60], on: broker)
-        let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
-            try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
-            return try Self.holder(broker) == "kitchen"
-        }
-        #expect(claimed)
-        _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
+        try await Self.heldByTheKitchen(rooms, [-45, -60], on: broker)
         rooms[0].gateway.signal(SIGSTOP)
         let takenOver = try await poll(within: .seconds(120), every: .milliseconds(500)) {
             try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])

@@ -156,7 +156,7 @@ struct FleetOwnershipTests {
         // Back: what the broker retains decides; nothing is claimed while settling.
         _ = kitchen.machine.brokerConnected(now: kitchen.now)
         _ = kitchen.machine.gatewayStatus("garden", online: true, now: kitchen.now)
-        #expect(kitchen.holder("garden") == [])
+        #expect(kitchen.holder("garden") == [.heldElsewhere(address: robin)])  // its claim was let go at the grace
         #expect(kitchen.after(5) == [])
     }
 
@@ -192,6 +192,16 @@ struct FleetOwnershipTests {
         _ = garden.hears(-85)
         #expect(garden.after(19) == [])
         #expect(garden.after(1) == [.claim(address: robin)])
+    }
+
+    /// Writes that waited for a bird are the new holder's to answer, unless
+    /// this room had claimed it (then its release answers them).
+    @Test func aHolderElsewhereIsSaidOnlyForABirdThisRoomNeverClaimed() {
+        var garden = Room("garden")
+        _ = garden.hears(-70)
+        #expect(garden.holder("kitchen") == [.heldElsewhere(address: robin), .hearingSensor(address: robin, true)])
+        var kitchen = Room.holding("kitchen")
+        #expect(kitchen.holder("garden") == [.release(address: robin)])
     }
 
     @Test func aClaimRetainedFromBeforeARestartIsAdoptedAndGoesIfTheBirdIsNotThere() {

@@ -205,8 +205,15 @@ struct GatewayMessages {
     /// The id of a bird's sensor for `field` from this gateway (in a fleet, the fleet's).
     private func sensorID(_ address: String, _ field: BirdField) -> String {
         fleet == nil
-            ? "birdctl_\(gatewayID)_\(address.filter { $0 != ":" })_\(field.rawValue)"
-            : "birdctl_\(address.filter { $0 != ":" })_\(field.rawValue)"
+            ? "birdctl_\(gatewayID)_\(Self.hex(address))_\(field.rawValue)"
+            : "birdctl_\(Self.hex(address))_\(field.rawValue)"
+    }
+
+    /// The address without its colons (`F00DB17D0001`), as the ids have it.
+    static func hex(_ address: String) -> String { address.filter { $0 != ":" } }
+
+    /// `--fleet`: the id of the bird's Gateway sensor (which room holds it).
+    private func holderSensorID(_ address: String) -> String { "birdctl_\(Self.hex(address))_holder"
     }
 
     private func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
@@ -253,7 +260,7 @@ struct GatewayMessages {
     /// `--fleet`: the configs of the bird's sensors and controls (the fleet's), which its holder publishes.
     func sharedDiscoveryTopics(of address: String) -> [String] {
         guard fleet != nil else { return [] }
-        return (BirdField.allCases.map { sensorID(address, $0) } + ["birdctl_\(address.filter { $0 != ":" })_holder"]).map(sensorTopic)
+        return (BirdField.allCases.map { sensorID(address, $0) } + [holderSensorID(address)]).map(sensorTopic)
             + controlTopics(address)
     }
 
@@ -293,7 +300,7 @@ struct GatewayMessages {
     /// gateway and the bird are online.
     func birdDiscovery(_ peripheral: BirdCentral.Peripheral, version: String) -> [MQTTMessage] {
         let address = peripheral.address
-        let hex = address.filter { $0 != ":" }
+        let hex = Self.hex(address)
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + hex)]))
         device.add("connections", .list([.list([.string("mac"), .string(address.lowercased())])]))
@@ -362,7 +369,7 @@ struct GatewayMessages {
 
     /// `--fleet`: which gateway (room) holds the bird, as a sensor of the bird.
     private func holderDiscovery(_ address: String, device: JSONObject, fleet: FleetTopics, version: String) -> MQTTMessage {
-        let id = "birdctl_\(address.filter { $0 != ":" })_holder"
+        let id = holderSensorID(address)
         var config = JSONObject()
         config.add("name", "Gateway")
         config.add("unique_id", id)
@@ -376,7 +383,7 @@ struct GatewayMessages {
     /// `--fleet`: how loud this gateway hears a bird of the fleet, as a
     /// sensor of the bird's device (available while the gateway is online).
     func hearingDiscovery(_ address: String, fleet: FleetTopics, version: String) -> MQTTMessage {
-        let hex = address.filter { $0 != ":" }
+        let hex = Self.hex(address)
         let id = "birdctl_\(gatewayID)_\(hex)_rssi"
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + hex)]))

@@ -264,6 +264,7 @@ final class MQTTGateway: @unchecked Sendable {
         case .release(let address):
             perform(commands.handedOver(address))
             onRelease?(address)
+        case .heldElsewhere(let address): commands.answeredElsewhere(address)
         case .forgotten(let address): publisher.forgetSticky([topics.heardTopic(address)])
         case .hearingSensor(let address, true):
             if options.discovery { publisher.publishSticky(messages.hearingDiscovery(address, fleet: topics, version: Version.text)) }
@@ -278,10 +279,7 @@ final class MQTTGateway: @unchecked Sendable {
     private func received(_ message: FleetTopics.Received) {
         switch message {
         case .gatewayStatus(let room, let online): fleet { $0.gatewayStatus(room, online: online, now: $1) }
-        case .holder(let address, let room):
-            // Writes that waited here for a bird this room never claimed are the new holder's to answer.
-            if let room, room != fleetTopics?.room, ownership?.claims(address) != true { commands.answeredElsewhere(address) }
-            fleet { $0.reportedHolder(address, room, now: $1) }
+        case .holder(let address, let room): fleet { $0.reportedHolder(address, room, now: $1) }
         case .heard(let address, let room, let rssi): fleet { $0.reportedHeard(address, by: room, rssi: rssi, now: $1) }
         }
     }
