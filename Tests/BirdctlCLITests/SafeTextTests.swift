@@ -49,42 +49,7 @@ struct SafeTextTests {
     func escapingIsReversible(_ text: String) {
         let once = SafeText.escaped(text)
         #expect(!once.unicodeScalars.contains(where: SafeText.isUnsafe))
-        #expect(Self.unescaped(once) == text)
-    }
-
-    /// The rule's inverse (SafeText's doc comment), as a reader would apply it.
-    static func unescaped(_ text: String) -> String? {
-        var out = String.UnicodeScalarView()
-        var rest = Substring(text).unicodeScalars
-        func hex(_ digits: Substring.UnicodeScalarView) -> Unicode.Scalar? {
-            UInt32(String(digits), radix: 16).flatMap(Unicode.Scalar.init)
-        }
-        while let scalar = rest.popFirst() {
-            guard scalar == "\\" else {
-                out.append(scalar)
-                continue
-            }
-            switch rest.popFirst() {
-            case "\\": out.append("\\")
-            case "t": out.append("\t")
-            case "n": out.append("\n")
-            case "r": out.append("\r")
-            case "x":
-                guard let value = hex(rest.prefix(2)) else { return nil }
-                out.append(value)
-                rest = rest.dropFirst(2)
-            case "u" where rest.first == "{":
-                guard let close = rest.firstIndex(of: "}"), let value = hex(rest[rest.index(after: rest.startIndex)..<close]) else { return nil }
-                out.append(value)
-                rest = rest[rest.index(after: close)...]
-            case "u":
-                guard let value = hex(rest.prefix(4)) else { return nil }
-                out.append(value)
-                rest = rest.dropFirst(4)
-            default: return nil
-            }
-        }
-        return String(out)
+        #expect(SafeText.unescaped(once) == text)
     }
 
     @Test func jsonEscapesTheSameScalars() {
