@@ -60,9 +60,11 @@ public final class EventLoop: @unchecked Sendable {
     private var watchesChanged = true
     private var timers: [UInt64: Timer] = [:]
     private var nextTimerID: UInt64 = 1
+    /// `timers` in deadline order, with entries of cancelled ones left in.
+    private var queue = TimerQueue()
     /// The earliest deadline in `timers` (nil: none), kept so that a wake-up
-    /// does not look through them all; nil and stale after the timer that had
-    /// it went, until `soonestDeadline()` looks again.
+    /// reads one value; stale after the timer that had it went, until
+    /// `soonestDeadline()` takes it from the queue again.
     private var soonest: MonotonicInstant?
     private var soonestIsStale = false
     /// Run before every wait, in the order added: the connection dispatches
@@ -106,6 +108,7 @@ public final class EventLoop: @unchecked Sendable {
         nextTimerID += 1
         let deadline = MonotonicInstant.now + delay
         timers[id] = Timer(deadline: deadline, handler: handler)
+        queue.insert(TimerQueue.Entry(deadline: deadline, id: id))
         if !soonestIsStale, soonest.map({ deadline < $0 }) ?? true { soonest = deadline }
         return TimerID(raw: id)
     }
@@ -114,6 +117,8 @@ public final class EventLoop: @unchecked Sendable {
         assertInLoop()
         guard let removed = timers.removeValue(forKey: timer.raw) else { return }
         if removed.deadline == soonest { soonestIsStale = true }
+        // Bounded: cancelled entries never outnumber the live timers by much.
+        if queue.count > 2 * timers.count + 64 { queue.rebuild { timers[$0.id] != nil } }
     }
 
     /// Adds work to run before each wait, after pending messages are dispatched (loop only).
@@ -212,6 +217,10 @@ public final class EventLoop: @unchecked Sendable {
     private func run() {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
         var watched: [IOWatch] = []
+        // Where each descriptor's watches start in `watched` (sorted by
+        // descriptor), indexed by the descriptor; -1: none. An event finds its
+        // watches at once, not by a look through every bird's socket.
+        var firstWatched: [Int] = []
         while !stopRequested.load(ordering: .acquiring) {
             runInbox()
             for hook in beforePollHooks { hook() }
@@ -221,8 +230,11 @@ public final class EventLoop: @unchecked Sendable {
             if watchesChanged {
                 watchesChanged = false
                 epoll.update(interest())
-                watched.removeAll(keepingCapacity: true)
-                for watch in watches where watch.isEnabled { watched.append(watch) }
+                // By descriptor; a descriptor's watches in the order added.
+                watched = watches.enumerated().filter { $0.element.isEnabled }
+                    .sorted { ($0.element.fd, $0.offset) < ($1.element.fd, $1.offset) }.map(\.element)
+                firstWatched = Array(repeating: -1, count: Int(watched.last?.fd ?? -1) + 1)
+                for (index, watch) in watched.enumerated().reversed() { firstWatched[Int(watch.fd)] = index }
             }
             // epoll reports each descriptor once, with the events of all its
             // watches (libdbus has two on its socket: reading and writing).
@@ -232,10 +244,14 @@ public final class EventLoop: @unchecked Sendable {
                     _ = read(wakeFD, &count, 8)
                     return
                 }
-                for watch in watched where watch.fd == fd {
+                guard fd >= 0, Int(fd) < firstWatched.count else { return }
+                var index = firstWatched[Int(fd)]
+                while index >= 0, index < watched.count, watched[index].fd == fd {
+                    let watch = watched[index]
                     let revents = events & (watch.events | Int16(POLLERR | POLLHUP))
                     // A watch removed or disabled by an earlier handler is skipped.
                     if revents != 0, watch.isWatched, watch.isEnabled { watch.handler(revents) }
+                    index += 1
                 }
             }
             fireDueTimers()
@@ -244,6 +260,8 @@ public final class EventLoop: @unchecked Sendable {
         runInbox()
         // Drop the handlers: they may hold the objects that own this loop.
         timers.removeAll()
+        queue.removeAll()
+        soonest = nil
         watches.removeAll()
         beforePollHooks.removeAll()
     }
@@ -262,12 +280,13 @@ public final class EventLoop: @unchecked Sendable {
         for item in inbox.takeAll() { item() }
     }
 
-    /// The earliest deadline of a timer, if any (looked for again only when stale).
+    /// The earliest deadline of a timer, if any (taken from the queue again
+    /// only when stale, dropping the cancelled timers' entries on its top).
     private func soonestDeadline() -> MonotonicInstant? {
         if soonestIsStale {
             soonestIsStale = false
-            soonest = nil
-            for timer in timers.values where soonest.map({ timer.deadline < $0 }) ?? true { soonest = timer.deadline }
+            while let top = queue.first, timers[top.id] == nil { queue.removeFirst() }
+            soonest = queue.first?.deadline
         }
         return soonest
     }
@@ -283,14 +302,16 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func fireDueTimers() {
-        // Most wake-ups are for a message, with no timer due: nothing built then.
+        // Most wake-ups are for a message, with no timer due: one look at the top.
         guard let earliest = soonestDeadline() else { return }
         let now = MonotonicInstant.now
         guard earliest <= now else { return }
-        let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
-        for (id, timer) in due where timers[id] != nil {
-            cancel(TimerID(raw: id))
-            timer.handler()
+        // Timers the handlers schedule wait for the next wake-up, even with no delay.
+        let scheduledBefore = nextTimerID
+        while let top = queue.first, top.deadline <= now, top.id < scheduledBefore {
+            queue.removeFirst()
+            soonestIsStale = true
+            timers.removeValue(forKey: top.id)?.handler()
         }
     }
 }

@@ -1,0 +1,104 @@
+import Glibc
+@testable import Loop
+import Testing
+
+/// The loop's timers in deadline order (a heap with cancelled entries left
+/// in until they reach the top), and the loop firing many of them.
+@Suite("Event loop: the timer queue")
+struct TimerQueueTests {
+    private static let start = MonotonicInstant.now
+
+    private func entry(_ milliseconds: Int, id: UInt64) -> TimerQueue.Entry {
+        TimerQueue.Entry(deadline: Self.start + .milliseconds(milliseconds), id: id)
+    }
+
+    private func drained(_ queue: inout TimerQueue) -> [UInt64] {
+        var ids: [UInt64] = []
+        while queue.first != nil { ids.append(queue.removeFirst().id) }
+        return ids
+    }
+
+    @Test func entriesComeOutByDeadlineThenByAge() {
+        var generator = SystemRandomNumberGenerator()
+        let deadlines = (0..<500).map { _ in Int.random(in: 0..<50, using: &generator) }
+        var queue = TimerQueue()
+        for (id, deadline) in deadlines.enumerated() { queue.insert(entry(deadline, id: UInt64(id))) }
+        let expected = deadlines.enumerated().sorted { ($0.element, $0.offset) < ($1.element, $1.offset) }.map { UInt64($0.offset) }
+        #expect(drained(&queue) == expected)
+    }
+
+    @Test func aRebuildKeepsOnlyTheLiveOnesInOrder() {
+        var queue = TimerQueue()
+        for id in 0..<300 { queue.insert(entry((id * 7919) % 300, id: UInt64(id))) }
+        queue.rebuild { $0.id % 3 != 0 }
+        #expect(queue.count == 200)
+        let ids = drained(&queue)
+        #expect(ids.allSatisfy { $0 % 3 != 0 })
+        #expect(ids == ids.sorted { (($0 * 7919) % 300, $0) < (($1 * 7919) % 300, $1) })
+    }
+
+    /// Many timers at shuffled deadlines, a third cancelled (some by another
+    /// timer's handler, as a bird's watchdog cancels its own on a notification):
+    /// the others fire in deadline order, the cancelled never.
+    @Test func theLoopFiresManyTimersInOrderAndNoneItCancelled() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
+        let fired = FiredBox()
+        let count = 300
+        let deadlines = (0..<count).map { ($0 * 37) % count }  // a permutation of 0..<300 ms
+        let done = await onLoop(loop) { ready in
+            var ids: [EventLoop.TimerID] = []
+            for (index, deadline) in deadlines.enumerated() {
+                ids.append(loop.schedule(after: .milliseconds(deadline)) {
+                    fired.order.append(index)
+                    // Each timer at a multiple of 6 ms cancels the one
+                    // scheduled right after it (if that one is still to come).
+                    if deadline % 6 == 0, index + 1 < count { loop.cancel(ids[index + 1]) }
+                })
+            }
+            for index in stride(from: 0, to: count, by: 3) { loop.cancel(ids[index]) }
+            loop.schedule(after: .milliseconds(count + 50)) { ready() }
+        }
+        #expect(done)
+        let order = fired.order
+        #expect(order.allSatisfy { $0 % 3 != 0 }, "a cancelled timer fired")
+        #expect(order.map { deadlines[$0] } == order.map { deadlines[$0] }.sorted(), "out of deadline order: \(order)")
+        // Cancelled by a handler: the one after an earlier-firing timer at a multiple of 6 ms.
+        let cancelledByHandlers = Set(order.filter { deadlines[$0] % 6 == 0 && $0 + 1 < count }
+            .filter { deadlines[$0 + 1] > deadlines[$0] }.map { $0 + 1 })
+        #expect(cancelledByHandlers.isDisjoint(with: order), "a timer cancelled by a handler fired")
+        let expectedCount = (0..<count).filter { $0 % 3 != 0 && !cancelledByHandlers.contains($0) }.count
+        #expect(order.count == expectedCount)
+    }
+
+    /// A handler that schedules a timer with no delay: the new one waits for
+    /// the next wake-up, so a descriptor that became ready meanwhile is served.
+    @Test func aTimerRescheduledWithNoDelayDoesNotStarveADescriptor() async {
+        let loop = EventLoop.started()
+        defer { loop.stop() }
+        var pair: [Int32] = [0, 0]
+        #expect(pipe(&pair) == 0)
+        let (reading, writing) = (pair[0], pair[1])
+        defer { close(reading); close(writing) }
+        let fired = FiredBox()
+        let served = await onLoop(loop) { ready in
+            func again() {
+                fired.order.append(0)
+                if fired.order.count < 100_000 { loop.schedule(after: .zero) { again() } }
+            }
+            loop.schedule(after: .zero) { again() }
+            nonisolated(unsafe) var token: AnyObject?
+            token = loop.watchReadable(reading) {
+                if let token { loop.unwatch(token) }
+                ready()
+            }
+            _ = write(writing, "x", 1)
+        }
+        #expect(served)
+        #expect(fired.order.count < 100_000, "the descriptor waited for every timer")
+    }
+}
+
+private final class FiredBox: @unchecked Sendable {
+    var order: [Int] = []
+}
