@@ -176,7 +176,7 @@ public struct GatewayMachine: Sendable {
             actions += setOnline(peripheral, false)
             actions.append(.publish(.event(address: peripheral.address, report)))
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
-            .paired(let p), .polled(let p), .written(let p, _, _):
+            .paired(let p), .polled(let p), .written(let p, _, _), .adapter(let p, _, _):
             actions.append(.publish(.event(address: p.address, report)))
         case .quiet(let p, _):
             actions.append(.publish(.event(address: p.address, report)))
