@@ -60,6 +60,20 @@ struct AdapterPoolEndToEndTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    /// `scan` listens on every adapter of the pool: a bird heard only by hci1 is found too.
+    @Test func scanListensOnEveryAdapterOfThePool() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        try await fake.addBird(address: Self.bird, name: "Robin", rssi: -60)
+        try await fake.addBird(on: "hci1", address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -60)
+        let result = try await fake.birdctl("scan", "--timeout", "1", "--json", "--adapter", "hci0,hci1")
+        #expect(result.status == 0, "\(result.stderr)")
+        let done = try parseJSON(result.stdout.last { $0.contains("\"done\"") } ?? "{}")
+        let found = (done["birds"] as? [[String: Any]] ?? []).compactMap { $0["address"] as? String }
+        #expect(Set(found) == [Self.bird, "F0:0D:B1:7D:00:02"], "\(result.stdout)")
+        let calls = try await fake.calls()
+        #expect(calls.contains("StartDiscovery /org/bluez/hci0") && calls.contains("StartDiscovery /org/bluez/hci1"), "\(calls)")
+    }
+
     /// Several adapters only where a pool makes sense.
     @Test func aListOfAdaptersIsAUsageErrorWhereOneBirdIsMeant() async throws {
         let fake = try FakeBlueZ(adapters: 2)
