@@ -178,6 +178,12 @@ struct AdapterPool: Sendable {
         if !keepHeard { failedOn[address] = nil }
     }
 
+    /// Whether every usable adapter of the pool has heard the bird (nothing is left to compare).
+    func heardByAll(_ address: String) -> Bool {
+        guard let sightings = heard[address.uppercased()] else { return false }
+        return members.allSatisfy { !$0.adapter.powered || sightings[$0.adapter.path] != nil }
+    }
+
     // MARK: The choice
 
     /// The sighting (so, the device object and adapter) through which to

@@ -39,6 +39,8 @@ extension BirdFleet {
         if discovering && !added.isEmpty {
             // Discovery on the adapters that came, and their given limit said.
             actions.append(.startScanning(nil, lookUpKnown: nil))
+            // As after any adapter's return: the next attempt waits a random gap.
+            actions += linksRestarting()
             if let limit = scheduler?.policy.links {
                 actions += added.map { .report(.links(adapter: $0.name, used: 0, limit: limit, learned: false)) }
             }
@@ -47,7 +49,8 @@ extension BirdFleet {
     }
 
     /// `pool`: the sighting of a bird the fleet follows. A machine looking
-    /// for its bird gets the sighting under the adapter the pool chooses; one
+    /// for its bird gets the sighting under the adapter the pool chooses —
+    /// once every adapter heard it, or after the listening window; one
     /// connecting or linked only those under its own device's adapter.
     mutating func pooledSighting(_ sighting: Sighting, of id: MachineID) -> [Action] {
         pool?.heard(sighting)
@@ -57,8 +60,16 @@ extension BirdFleet {
             sightings[id] = sighting
             return on(id) { $0.deviceSighted(sighting) }
         }
-        return feed(id)
+        let address = sighting.address.uppercased()
+        if pool?.heardByAll(address) == true {
+            listening.remove(address)
+            return feed(id)
+        }
+        guard listening.insert(address).inserted else { return [] }
+        return [.armTimer(.listen(address), listeningWindow)]
     }
+
+    private var listeningWindow: Duration { configuration.listeningWindow ?? BirdCentral.defaultListeningWindow }
 
     /// Machine `id` is given its bird's sighting under the adapter the pool chooses now.
     mutating func feed(_ id: MachineID) -> [Action] {
@@ -119,7 +130,10 @@ extension BirdFleet {
         let address = sighting.address.uppercased()
         if listening.contains(address) {
             pool?.heard(sighting)
-            return []
+            // Every adapter heard it: nothing more to wait for.
+            guard pool?.heardByAll(address) == true, let chosen = chosenSighting(address) else { return [] }
+            listening.remove(address)
+            return admit(chosen)
         }
         if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
             pool?.heard(sighting)
@@ -130,15 +144,18 @@ extension BirdFleet {
         guard listening.count < Self.waitingLimit else { return [] }
         self.pool?.heard(sighting)
         listening.insert(address)
-        return [.armTimer(.listen(address), configuration.listeningWindow ?? BirdCentral.defaultListeningWindow)]
+        return [.armTimer(.listen(address), listeningWindow)]
     }
 
-    /// The listening window of a bird new to the fleet ended: it is admitted.
+    /// The listening window ended: a bird new to the fleet is admitted, one
+    /// it follows is given the sighting of its best adapter.
     mutating func listened(_ address: String) -> [Action] {
-        guard listening.remove(address) != nil, outcome == nil, discovering, byAddress[address] == nil,
-            let chosen = chosenSighting(address)
-        else {
-            if byAddress[address] == nil { pool?.forget(address) }
+        guard listening.remove(address) != nil, outcome == nil else { return [] }
+        if let id = byAddress[address] {
+            return machines.first(where: { $0.id == id })?.central.isScanning == true ? feed(id) : []
+        }
+        guard discovering, let chosen = chosenSighting(address) else {
+            pool?.forget(address)
             return []
         }
         return admit(chosen)

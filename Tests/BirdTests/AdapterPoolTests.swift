@@ -72,16 +72,19 @@ struct AdapterPoolTests {
         ])
     }
 
-    /// A bird new to the fleet is listened to first, so that every adapter
-    /// has heard it; then it is connected through the loudest.
+    /// A bird new to the fleet is listened to until every adapter has heard
+    /// it (or the listening window ends); then it is connected through the loudest.
     @Test func aBirdIsConnectedThroughTheAdapterThatHearsItLoudest() {
         var fleet = BirdFleet.pool()
         let first = fleet.deviceSighted(heard(1, on: 0, rssi: -70))
         #expect(connects(first) == [] && first.contains(.armTimer(.listen(address(1)), .seconds(1))))
-        _ = fleet.deviceSighted(heard(1, on: 1, rssi: -45))
-        #expect(connects(fleet.timerFired(.listen(address(1)))) == [path(1, on: 1)])
+        #expect(connects(fleet.deviceSighted(heard(1, on: 1, rssi: -45))) == [path(1, on: 1)])
+        #expect(connects(fleet.timerFired(.listen(address(1)))) == [])
         // Its first link is not a change of adapter.
         #expect(moves(fleet.linkUp(0, path(1, on: 1))).isEmpty)
+        // A bird only hci0 hears: through hci0 once the window ends.
+        #expect(connects(fleet.deviceSighted(heard(2, on: 0, rssi: -70)) + fleet.timerFired(.connectGap)) == [])
+        #expect(connects(fleet.timerFired(.listen(address(2)))) == [path(2, on: 0)])
     }
 
     @Test func aBondedBirdStaysOnItsAdapterWhileHeardLouderOnAnother() {
@@ -139,6 +142,30 @@ struct AdapterPoolTests {
         let back = fleet.adaptersChanged([hci(0, powered: false), hci(1)], requested: nil)
         #expect(back.contains(.startScanning(nil, lookUpKnown: nil)))
         #expect(connects(none).isEmpty)
+    }
+
+    /// bluetoothd restarts: the pool starts over, discovery on again, the
+    /// first attempt after a random gap (as with one adapter).
+    @Test func bluetoothdRestartingStartsThePoolOver() {
+        var fleet = BirdFleet.pool()
+        _ = fleet.hear(1, [0: -70, 1: -50])
+        _ = fleet.linkUp(0, path(1, on: 1))
+        _ = fleet.bluetoothUnavailable(BlueZError(.bluetoothdNotRunning, name: "org.freedesktop.DBus.Error.ServiceUnknown", message: ""))
+        let back = fleet.adaptersChanged([hci(0), hci(1)], requested: nil)
+        #expect(back.contains(.startScanning(nil, lookUpKnown: nil)))
+        #expect(back.contains { if case .armTimer(.connectGap, _) = $0 { true } else { false } })
+        // Heard again: through the loudest, once the gap has passed.
+        _ = fleet.deviceSighted(heard(1, on: 0, rssi: -70))
+        #expect(connects(fleet.deviceSighted(heard(1, on: 1, rssi: -50)) + fleet.timerFired(.connectGap)) == [path(1, on: 1)])
+    }
+
+    /// hci1 powered off and on again: discovery on it again, and its birds may use it.
+    @Test func anAdapterPowerCycledComesBackIntoThePool() {
+        var fleet = BirdFleet.pool()
+        _ = fleet.adaptersChanged([hci(0), hci(1, powered: false)], requested: nil)
+        let on = fleet.adaptersChanged([hci(0), hci(1)], requested: nil)
+        #expect(on.contains(.startScanning(nil, lookUpKnown: nil)))
+        #expect(connects(fleet.hear(1, [0: -70, 1: -50])) == [path(1, on: 1)])
     }
 
     /// A connect that never completes while its adapter holds no link: the
