@@ -65,7 +65,7 @@ extension Option {
         "--poll-interval", "with --all: seconds between polls of a polled bird",
         .seconds(default: LinkPolicy.defaultPollInterval, minimum: .milliseconds(100)))
     static let links = Option(
-        "--links", "with --all: the adapter's link limit, never exceeded", .integer(label: "N", range: 1...64),
+        "--links", "with --all: the adapter's link limit (with several adapters, each one's), never exceeded", .integer(label: "N", range: 1...64),
         fallback: "learned from a connection that never comes")
     static let quietAfter = Option(
         "--quiet-after",
