@@ -55,20 +55,21 @@ extension BirdFleet {
         guard let scheduler, let limit = scheduler.policy.links else { return [] }
         // Several adapters: the limit applies to each, said for each.
         let adapters = pool?.usable ?? (adapter.map { [$0] } ?? [])
-        return adapters.map { .report(.links(adapter: $0.name, used: linksUp(on: $0.name).up, limit: limit, learned: false)) }
+        return adapters.map { .report(.links(adapter: $0.name, used: linksUp(on: $0.path).up, limit: limit, learned: false)) }
     }
 
     /// A connection never came while `links` others were up on `adapter`:
     /// that is its limit. Said once; and with the automatic policy, if every
     /// link is held, the newest bird held by choice is polled from now on, so
     /// that one link is shared by the birds beyond the limit.
-    mutating func learnedLimit(_ links: Int, adapter: String) -> [Action] {
-        guard var scheduler, scheduler.learnLimit(links, adapter: adapter) else { return [] }
+    /// `path`: the adapter's object (`adapter` is its name).
+    mutating func learnedLimit(_ links: Int, adapter: String, path: ObjectPath) -> [Action] {
+        guard var scheduler, scheduler.learnLimit(links, adapter: path) else { return [] }
         self.scheduler = scheduler
-        var actions: [Action] = [.report(.links(adapter: adapter, used: linksUp(on: adapter).up, limit: links, learned: true))]
+        var actions: [Action] = [.report(.links(adapter: adapter, used: linksUp(on: path).up, limit: links, learned: true))]
         // Several adapters: the held birds of that adapter, the newest of them polled.
         let onAdapter: (BirdCentral) -> Bool = { [pooled = pool != nil] central in
-            !pooled || central.currentDevice.map { AdapterPool.adapterName(of: $0) == adapter } == true
+            !pooled || central.currentDevice?.isDescendant(of: path) == true
         }
         let held = machines.count { $0.central.configuration.pollInterval == nil && onAdapter($0.central) }
         guard held >= links,

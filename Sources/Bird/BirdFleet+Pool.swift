@@ -86,8 +86,7 @@ extension BirdFleet {
         guard let pool else { return nil }
         let fleet = self
         return pool.choice(address) { adapter in
-            guard let member = pool.member(adapter) else { return false }
-            return fleet.linksUp(on: member.adapter.name).up < fleet.scheduler?.limit(on: member.adapter.name) ?? Int.max
+            fleet.linksUp(on: adapter).up < fleet.scheduler?.limit(on: adapter) ?? Int.max
         }
     }
 
@@ -96,14 +95,13 @@ extension BirdFleet {
     /// made again while they wait (a link may free up elsewhere first).
     mutating func redirectWaiting() {
         guard let waiting = scheduler?.waitingDevices, !waiting.isEmpty else { return }
-        for (id, device) in waiting {
-            let adapter = AdapterPool.adapterName(of: device)
+        for (id, device, adapter) in waiting {
+            let other = { (device: ObjectPath) in AdapterPool.adapter(of: device) }
             guard linksUp(on: adapter).up >= scheduler?.limit(on: adapter) ?? Int.max,
                 let index = machines.firstIndex(where: { $0.id == id }),
                 let address = machines[index].central.configuration.address,
                 let chosen = chosenSighting(address), chosen.device != device,
-                linksUp(on: AdapterPool.adapterName(of: chosen.device)).up
-                    < scheduler?.limit(on: AdapterPool.adapterName(of: chosen.device)) ?? Int.max,
+                linksUp(on: other(chosen.device)).up < scheduler?.limit(on: other(chosen.device)) ?? Int.max,
                 machines[index].central.redirect(to: chosen.device)
             else { continue }
             sightings[id] = chosen
@@ -191,13 +189,14 @@ extension BirdFleet {
         }
     }
 
-    /// The links up or being made on one adapter (by name), and those up.
-    public func linksUp(on adapter: String) -> (up: Int, linked: Int) {
+    /// The links up or being made on one adapter, and those up. (Compared
+    /// by path prefix, nothing allocated: the gate asks while connects wait.)
+    public func linksUp(on adapter: ObjectPath) -> (up: Int, linked: Int) {
         var here = 0
-        for device in linked where AdapterPool.adapterName(of: device) == adapter { here += 1 }
+        for device in linked where device.isDescendant(of: adapter) { here += 1 }
         let making = machines.count {
             guard $0.central.isFinding, let device = $0.central.currentDevice else { return false }
-            return !linked.contains(device) && AdapterPool.adapterName(of: device) == adapter && !(scheduler?.isWaiting($0.id) ?? false)
+            return !linked.contains(device) && device.isDescendant(of: adapter) && !(scheduler?.isWaiting($0.id) ?? false)
         }
         return (here + making, here)
     }
@@ -205,12 +204,12 @@ extension BirdFleet {
     /// The links of every adapter the fleet uses, if each one's limit is known.
     var knownLinks: Int? {
         guard let scheduler else { return nil }
-        let names = pool.map { $0.usable.map(\.name) } ?? [adapter?.name ?? ""]
+        let paths = pool.map { $0.usable.map(\.path) } ?? [adapter?.path ?? "/"]
         var total = 0
-        for name in names {
-            guard let limit = scheduler.limit(on: name) else { return nil }
+        for path in paths {
+            guard let limit = scheduler.limit(on: path) else { return nil }
             total += limit
         }
-        return names.isEmpty ? nil : total
+        return paths.isEmpty ? nil : total
     }
 }

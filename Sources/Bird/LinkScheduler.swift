@@ -20,12 +20,12 @@ import DBus
 /// A value, no I/O: part of `BirdFleet`.
 struct LinkScheduler: Sendable {
     let policy: LinkPolicy
-    /// Each adapter's link limit (by name) once learned; the one given
+    /// Each adapter's link limit (by path) once learned; the one given
     /// (`policy.links`) applies to every adapter of the pool.
-    private var learnedLimits: [String: Int] = [:]
+    private var learnedLimits: [ObjectPath: Int] = [:]
     /// Machines whose Connect waits for the gate, first come first served,
     /// with the actions held back (the connect deadline and the Connect).
-    private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, actions: [BirdFleet.Action])] = []
+    private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath, actions: [BirdFleet.Action])] = []
     /// How many links were up when each machine's last attempt was let
     /// through: what the controller held if it never answers (links going
     /// down meanwhile no longer show at the deadline).
@@ -48,8 +48,8 @@ struct LinkScheduler: Sendable {
 
     func isWaiting(_ id: BirdFleet.MachineID) -> Bool { waiting.contains { $0.id == id } }
 
-    /// The link limit of the adapter with this name, if known (given or learned).
-    func limit(on adapter: String) -> Int? { policy.links ?? learnedLimits[adapter] }
+    /// The link limit of this adapter, if known (given or learned).
+    func limit(on adapter: ObjectPath) -> Int? { policy.links ?? learnedLimits[adapter] }
 
     /// Whether a bird new to the fleet is polled: named so, or by default, or
     /// (automatic) when the held birds already fill all links but one;
@@ -76,17 +76,21 @@ struct LinkScheduler: Sendable {
     /// A machine asks to connect: its actions wait their turn.
     mutating func request(_ id: BirdFleet.MachineID, device: ObjectPath, _ actions: [BirdFleet.Action]) {
         waiting.removeAll { $0.id == id }
-        waiting.append((id, device, actions))
+        // Its adapter, found once here rather than at every look at the line.
+        waiting.append((id, device, AdapterPool.adapter(of: device), actions))
     }
 
     /// The machines waiting, in turn, and their devices.
-    var waitingDevices: [(id: BirdFleet.MachineID, device: ObjectPath)] { waiting.map { ($0.id, $0.device) } }
+    var waitingDevices: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath)] {
+        waiting.map { ($0.id, $0.device, $0.adapter) }
+    }
 
     /// A waiting machine connects to another device (its bird under another
     /// adapter): its place in line is kept.
     mutating func redirect(_ id: BirdFleet.MachineID, to device: ObjectPath) {
         guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }
         waiting[index].device = device
+        waiting[index].adapter = AdapterPool.adapter(of: device)
         waiting[index].actions = waiting[index].actions.map {
             if case .connect(let id, _) = $0 { .connect(id, device) } else { $0 }
         }
@@ -105,10 +109,12 @@ struct LinkScheduler: Sendable {
     /// connects to that device; `links(adapter)` counts the adapter's links
     /// up or being made (not those waiting here), and those up.
     mutating func grant(
-        links: (String) -> (up: Int, linked: Int), stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool
+        links: (ObjectPath) -> (up: Int, linked: Int), stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool
     ) -> [BirdFleet.Action] {
         guard gapOpen else { return [] }
-        var full: Set<String> = []
+        // Adapters found full on this pass (with one adapter: at most one, and nothing allocated).
+        var lastFull: ObjectPath?
+        var moreFull: [ObjectPath] = []
         var index = 0
         while index < waiting.count {
             let entry = waiting[index]
@@ -116,15 +122,18 @@ struct LinkScheduler: Sendable {
                 waiting.remove(at: index)
                 continue
             }
-            let adapter = AdapterPool.adapterName(of: entry.device)
-            let counts = full.contains(adapter) ? nil : Optional(links(adapter))
-            if let counts, counts.up < limit(on: adapter) ?? Int.max {
-                waiting.remove(at: index)
-                linkedAtAttempt[entry.id] = counts.linked
-                gapOpen = false
-                return entry.actions + [.armTimer(.connectGap, nextGap())]
+            let adapter = entry.adapter
+            if adapter != lastFull && !moreFull.contains(adapter) {
+                let counts = links(adapter)
+                if counts.up < limit(on: adapter) ?? Int.max {
+                    waiting.remove(at: index)
+                    linkedAtAttempt[entry.id] = counts.linked
+                    gapOpen = false
+                    return entry.actions + [.armTimer(.connectGap, nextGap())]
+                }
+                if let lastFull { moreFull.append(lastFull) }
+                lastFull = adapter
             }
-            full.insert(adapter)
             index += 1
         }
         return []
@@ -142,7 +151,7 @@ struct LinkScheduler: Sendable {
 
     /// A connection never came while `links` others were up on `adapter`:
     /// its controller holds no more (unless the user said otherwise). True if that is news.
-    mutating func learnLimit(_ links: Int, adapter: String) -> Bool {
+    mutating func learnLimit(_ links: Int, adapter: ObjectPath) -> Bool {
         guard policy.links == nil, links > 0, learnedLimits[adapter] != links else { return false }
         learnedLimits[adapter] = links
         return true

@@ -100,12 +100,12 @@ struct AdapterPoolTests {
         _ = fleet.linkUp(0, path(1, on: 1))
         #expect(connects(fleet.hear(2, [0: -75, 1: -55])) == [path(2, on: 0)])
         _ = fleet.linkUp(1, path(2, on: 0))
-        #expect(fleet.linksUp(on: "hci0").up == 1 && fleet.linksUp(on: "hci1").up == 1)
+        #expect(fleet.linksUp(on: hci(0).path).up == 1 && fleet.linksUp(on: hci(1).path).up == 1)
         #expect(connects(fleet.hear(3, [0: -60, 1: -60]) + fleet.timerFired(.connectGap)) == [])
         // Bird 1's link goes: bird 3 takes hci1's free link, no more.
         let freed = fleet.deviceDisconnected(path(1, on: 1)) + fleet.timerFired(.connectGap)
         #expect(connects(freed) == [path(3, on: 1)])
-        #expect(fleet.linksUp(on: "hci1").up == 1)
+        #expect(fleet.linksUp(on: hci(1).path).up == 1)
     }
 
     /// hci1 is powered off: its bird is given hci0's sighting at once (not
