@@ -60,6 +60,35 @@ struct AdapterPoolEndToEndTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    /// hci1 is pulled out (its Adapter1 and devices removed): its bird comes back through hci0.
+    @Test func hci1RemovedItsBirdComesBackThroughHci0() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        try await fake.addBird(address: Self.bird, rssi: -80)
+        try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "all")
+        #expect(try await Self.connected(watch)["adapter"] as? String == "hci1")
+        try await fake.call("RemoveAdapter", .string("hci1"))
+        let moved = try parseJSON(try await watch.line(containing: "\"event\":\"adapter\"", within: .seconds(30)))
+        #expect(moved["adapter"] as? String == "hci0" && moved["reason"] as? String == "adapter-gone", "\(moved)")
+        #expect(try await Self.connected(watch)["adapter"] as? String == "hci0")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// `--adapter all` takes in an adapter added later: a bird only it hears is connected through it.
+    @Test func anAdapterAddedLaterJoinsThePool() async throws {
+        let fake = try FakeBlueZ(adapters: 1)
+        try await fake.addBird(address: Self.bird, rssi: -60)
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "all")
+        #expect(try await Self.connected(watch)["adapter"] as? String == "hci0")
+        try await fake.call("AddAdapter", .string("hci1"), .string("00:AA:01:00:00:01"))
+        try await fake.addBird(on: "hci1", address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -60)
+        let event = try await Self.connected(watch)
+        #expect(event["address"] as? String == "F0:0D:B1:7D:00:02" && event["adapter"] as? String == "hci1", "\(event)")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     /// `scan` listens on every adapter of the pool: a bird heard only by hci1 is found too.
     @Test func scanListensOnEveryAdapterOfThePool() async throws {
         let fake = try FakeBlueZ(adapters: 2)
