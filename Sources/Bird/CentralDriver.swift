@@ -20,6 +20,8 @@ public final class CentralDriver: @unchecked Sendable {
     private var subscriptions: NotifySubscriptions!
     /// Several adapters as one pool (`--adapter hci0,hci1`, `all`); nil for one adapter.
     private var pool: PoolAdapters?
+    /// The fleet was told the pool's adapters once (see `poolChanged`).
+    private var poolAnnounced = false
 
     // Loop-confined state.
     private var fleet: BirdFleet
@@ -184,6 +186,9 @@ public final class CentralDriver: @unchecked Sendable {
         guard client.isReady else { return }
         let members = pool.refresh { [self] failure in apply { $0.adapterFailed(failure) } }
         core.adapter = members.first(where: \.powered) ?? members.first
+        // At start, adapters being powered on (--power-on): their Powered change comes back here.
+        if !poolAnnounced, core.options.powerOn, !members.isEmpty, !members.contains(where: \.powered) { return }
+        poolAnnounced = true
         apply { [requested = pool.requested] in $0.adaptersChanged(members, requested: requested) }
     }
 

@@ -89,6 +89,19 @@ struct AdapterPoolEndToEndTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    /// Every adapter of the pool powered off at start: exit 4, as with one;
+    /// with --power-on each is powered on and used.
+    @Test func aPoolPoweredOffIsPoweredOnWhenAsked() async throws {
+        let fake = try FakeBlueZ(adapters: 2, powered: false)
+        try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
+        let off = try await fake.birdctl("watch", "--all", "--json", "--adapter", "hci0,hci1")
+        #expect(off.status == 4, "\(off.stderr)")
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "hci0,hci1", "--power-on")
+        #expect(try await Self.connected(watch)["adapter"] as? String == "hci1")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     /// `scan` listens on every adapter of the pool: a bird heard only by hci1 is found too.
     @Test func scanListensOnEveryAdapterOfThePool() async throws {
         let fake = try FakeBlueZ(adapters: 2)
