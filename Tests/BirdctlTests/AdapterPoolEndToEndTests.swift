@@ -102,6 +102,24 @@ struct AdapterPoolEndToEndTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    /// bluetoothd restarts: the pool starts over, and the bird comes back through the adapter that hears it louder.
+    @Test func afterABluetoothdRestartTheBirdComesBackThroughTheLouder() async throws {
+        let fake = try FakeBlueZ(adapters: 2)
+        try await fake.addBird(address: Self.bird, rssi: -80)
+        try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "hci0,hci1")
+        #expect(try await Self.connected(watch)["adapter"] as? String == "hci1")
+        try await fake.stop()
+        _ = try await watch.line(containing: "\"waiting\"")
+        try fake.start()
+        try await fake.addBird(address: Self.bird, rssi: -45)
+        try await fake.addBird(on: "hci1", address: Self.bird, rssi: -80)
+        let again = try await Self.connected(watch)
+        #expect(again["adapter"] as? String == "hci0", "\(again)")
+        watch.signal(SIGTERM)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     /// `scan` listens on every adapter of the pool: a bird heard only by hci1 is found too.
     @Test func scanListensOnEveryAdapterOfThePool() async throws {
         let fake = try FakeBlueZ(adapters: 2)
