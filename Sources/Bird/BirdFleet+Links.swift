@@ -92,7 +92,8 @@ extension BirdFleet {
         let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
         let undo = translate(stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }, from: id)
         let heard = (lastHeard[id], sightings[id])
-        drop(id)
+        // The same bird, another machine: what the pool heard of it is kept.
+        drop(id, keepHeard: true)
         let (polling, resting) = BirdCentral.polling(perBird(address, polled: true), peripheral)
         let replacement = add(polling)
         byAddress[address.uppercased()] = replacement

@@ -200,6 +200,21 @@ struct AdapterPoolTests {
         #expect(connects(fleet.hear(3, [0: -90, 1: -40])) == [path(3, on: 0)])
     }
 
+    /// A polled bird whose last adapter is full (a held bird took its link)
+    /// polls through another adapter with a free link.
+    @Test func aPolledBirdPollsThroughAnotherAdapterWhenItsOwnIsFull() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(poll: [address(1)], pollInterval: .seconds(1), links: 1), pooled: true)
+        _ = fleet.adaptersChanged([hci(0), hci(1)], requested: nil)
+        #expect(connects(fleet.hear(1, [0: -41, 1: -51])) == [path(1, on: 0)])
+        let read = fleet.linkUp(0, path(1, on: 0))
+        #expect(read.contains(.disconnect(path(1, on: 0))))
+        _ = fleet.deviceDisconnected(path(1, on: 0))
+        #expect(connects(fleet.hear(2, [0: -42, 1: -52])) == [path(2, on: 0)])
+        _ = fleet.linkUp(1, path(2, on: 0))
+        let poll = fleet.timerFired(.machine(0, .poll)) + fleet.timerFired(.connectGap)
+        #expect(connects(poll) == [path(1, on: 1)])
+    }
+
     /// A bird whose link was lost comes back through the adapter that hears it loudest now.
     @Test func aBirdFoundAgainMovesToALouderAdapter() {
         var fleet = BirdFleet.pool()
