@@ -75,8 +75,6 @@ struct AdapterPool: Sendable {
 
     var usable: [AdapterChoice] { members.map(\.adapter).filter(\.powered) }
 
-    func member(_ path: ObjectPath) -> Member? { members.first { $0.adapter.path == path } }
-
     // MARK: Events
 
     /// The pool's adapters now (present ones, powered or not). Returns those
