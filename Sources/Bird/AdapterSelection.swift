@@ -23,14 +23,32 @@ public struct AdapterChoice: Hashable, Sendable {
 
 /// Which adapter a command uses, and whether it may power it on.
 public struct AdapterOptions: Sendable {
-    /// `hci1`; nil: the first powered adapter.
+    /// `hci1`; nil: the first powered adapter. With a pool, the names as given (`hci0,hci1`, `all`).
     public var adapterName: String?
     /// Power the adapter on if it is off.
     public var powerOn: Bool
+    /// Several adapters as one pool (`watch --all`, `scan`): their names, or
+    /// nil for every adapter BlueZ has (those added later too); nil with `isPool` false.
+    public var pool: [String]?
+    public private(set) var isPool = false
 
     public init(adapterName: String? = nil, powerOn: Bool = false) {
         self.adapterName = adapterName
         self.powerOn = powerOn
+    }
+
+    /// Several adapters as one pool: these names, or every adapter (`names` nil).
+    public init(pool names: [String]?, powerOn: Bool = false) {
+        self.adapterName = names?.joined(separator: ",") ?? "all"
+        self.powerOn = powerOn
+        self.pool = names
+        self.isPool = true
+    }
+
+    /// The adapters of the pool among these (all of them with `all`), in the order given.
+    public func members(of adapters: [AdapterChoice]) -> [AdapterChoice] {
+        guard let pool else { return adapters }
+        return pool.compactMap { name in adapters.first { $0.name == name } }
     }
 }
 

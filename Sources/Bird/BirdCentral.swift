@@ -68,6 +68,20 @@ public struct BirdCentral: Sendable {
         if case .finding(let finder) = phase { finder.peripheral != nil } else { false }
     }
 
+    /// Looking for its bird (discovery on, not yet connecting).
+    public var isScanning: Bool {
+        if case .finding(let finder) = phase { finder.state == .scanning } else { false }
+    }
+
+    /// `watch --all` with several adapters: its Connect, still waiting at the
+    /// gate (not sent), goes to the bird's device object under another
+    /// adapter. False if it is not connecting.
+    public mutating func redirect(to device: ObjectPath) -> Bool {
+        guard case .finding(var finder) = phase, finder.redirect(to: device) else { return false }
+        phase = .finding(finder)
+        return true
+    }
+
     /// Connecting to a bird it never had a link to (a bird new to the command).
     public var isFindingAnew: Bool { !hasConnected && isFinding }
 

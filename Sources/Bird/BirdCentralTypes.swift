@@ -158,6 +158,9 @@ extension BirdCentral {
         /// `watch --all`: the bird is polled from now on (connect, read, disconnect
         /// every interval), to share the adapter's last link with others.
         case polled(Peripheral)
+        /// `watch --all` with several adapters: the bird is connected through
+        /// another adapter (by name) than its last link was, and why.
+        case adapter(Peripheral, adapter: String, AdapterChange)
         /// A write asked of a watch while it streams (`writeRequested`, the
         /// MQTT gateway's): done, or why not.
         case written(Peripheral, BirdValue, failure: BlueZError?)
@@ -186,6 +189,12 @@ extension BirdCentral {
             self.path = path
             self.address = address
             self.name = name
+        }
+
+        /// The adapter (`hci1`) whose device object this is: BlueZ makes one per adapter that hears a bird.
+        public var adapterName: String? {
+            let name = AdapterPool.adapterName(of: path)
+            return name.isEmpty ? nil : name
         }
     }
 }

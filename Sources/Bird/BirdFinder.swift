@@ -101,6 +101,14 @@ struct BirdFinder: Sendable {
         ]
     }
 
+    /// See `BirdCentral.redirect`.
+    mutating func redirect(to device: ObjectPath) -> Bool {
+        guard case .connecting(var peripheral, let attempt) = state else { return false }
+        peripheral.path = device
+        state = .connecting(peripheral, attempt: attempt)
+        return true
+    }
+
     /// See `BirdCentral.deviceKnown`.
     mutating func deviceKnown(_ sighting: Sighting) -> Step {
         guard state == .scanning, configuration.address != nil, !hasConnected,

@@ -8,8 +8,11 @@ extension BirdFleet {
     public static let waitingLimit = 64
 
     /// `all`: a machine for the bird heard, started at once.
-    mutating func follow(_ sighting: Sighting) -> [Action] {
-        let address = sighting.address.uppercased()
+    mutating func follow(_ heard: Sighting) -> [Action] {
+        let address = heard.address.uppercased()
+        // Several adapters: through the one the pool chooses now.
+        if pool != nil, pool?.heard[address]?[AdapterPool.adapter(of: heard.device)] == nil { pool?.heard(heard) }
+        let sighting = chosenSighting(address) ?? heard
         let id = add(perBird(sighting.address))
         byAddress[address] = id
         lastHeard[id] = tick
@@ -27,7 +30,7 @@ extension BirdFleet {
         perBird.scanTimeout = nil
         perBird.maximumReadings = nil
         perBird.duration = nil
-        if let scheduler, polled ?? scheduler.polls(address, heldBirds: heldBirds) {
+        if let scheduler, polled ?? scheduler.polls(address, heldBirds: heldBirds, limit: knownLinks) {
             perBird.pollInterval = scheduler.policy.pollInterval
         }
         return perBird

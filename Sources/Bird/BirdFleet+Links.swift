@@ -19,7 +19,8 @@ extension BirdFleet {
     /// hear it again (BlueZ reports an unchanged bird's RSSI only when it
     /// moves by 8 dB). Other failures wait until the bird is heard again.
     mutating func tryAgainLater(_ sighting: Sighting?, after failure: CommandFailure) {
-        guard case .connectTimeoutWithLinksUp = failure else { return }
+        // Several adapters: another may take it (see `triesAnotherAdapter`).
+        if case .connectTimeoutWithLinksUp = failure {} else if !triesAnotherAdapter(sighting, after: failure) { return }
         guard let sighting, waiting.count < Self.waitingLimit else { return }
         waiting.append(sighting)
     }
@@ -27,16 +28,18 @@ extension BirdFleet {
     /// After each event: the next bird in line gets a machine, and the next
     /// connection attempt goes through the gate if it may.
     mutating func afterEvent(_ actions: [Action]) -> [Action] {
-        guard !waiting.isEmpty || scheduler?.isWaiting == true else { return actions }
-        return actions + admitWaiting() + grantConnects()
+        guard !waiting.isEmpty || scheduler?.isWaiting == true || pool?.toFeed.isEmpty == false else { return actions }
+        return actions + feedHandOvers() + admitWaiting() + grantConnects()
     }
 
     /// The next connection attempt, if a link is free and the gap has passed.
     mutating func grantConnects() -> [Action] {
-        guard outcome == nil, var scheduler else { return [] }
-        let machines = machines
-        let granted = scheduler.grant(linksUp: linksUp, linked: linked.count) { id, device in
-            machines.first { $0.id == id }.map { $0.central.isFinding && $0.central.currentDevice == device } ?? false
+        guard outcome == nil else { return [] }
+        if pool != nil { redirectWaiting() }
+        guard var scheduler else { return [] }
+        let fleet = self
+        let granted = scheduler.grant(links: fleet.linksUp(on:)) { id, device in
+            fleet.machines.first { $0.id == id }.map { $0.central.isFinding && $0.central.currentDevice == device } ?? false
         }
         self.scheduler = scheduler
         return granted
@@ -49,21 +52,30 @@ extension BirdFleet {
 
     /// The limit the user gave, said once Bluetooth is ready.
     var givenLimit: [Action] {
-        guard let scheduler, let limit = scheduler.policy.links, let adapter else { return [] }
-        return [.report(.links(adapter: adapter.name, used: linksUp, limit: limit, learned: false))]
+        guard let scheduler, let limit = scheduler.policy.links else { return [] }
+        // Several adapters: the limit applies to each, said for each.
+        let adapters = pool?.usable ?? (adapter.map { [$0] } ?? [])
+        return adapters.map { .report(.links(adapter: $0.name, used: linksUp(on: $0.path).up, limit: limit, learned: false)) }
     }
 
     /// A connection never came while `links` others were up on `adapter`:
     /// that is its limit. Said once; and with the automatic policy, if every
     /// link is held, the newest bird held by choice is polled from now on, so
     /// that one link is shared by the birds beyond the limit.
-    mutating func learnedLimit(_ links: Int, adapter: String) -> [Action] {
-        guard var scheduler, scheduler.learnLimit(links) else { return [] }
+    /// `path`: the adapter's object (`adapter` is its name).
+    mutating func learnedLimit(_ links: Int, adapter: String, path: ObjectPath) -> [Action] {
+        guard var scheduler, scheduler.learnLimit(links, adapter: path) else { return [] }
         self.scheduler = scheduler
-        var actions: [Action] = [.report(.links(adapter: adapter, used: linksUp, limit: links, learned: true))]
-        guard heldBirds >= links,
+        var actions: [Action] = [.report(.links(adapter: adapter, used: linksUp(on: path).up, limit: links, learned: true))]
+        // Several adapters: the held birds of that adapter, the newest of them polled.
+        let onAdapter: (BirdCentral) -> Bool = { [pooled = pool != nil] central in
+            !pooled || central.currentDevice?.isDescendant(of: path) == true
+        }
+        let held = machines.count { $0.central.configuration.pollInterval == nil && onAdapter($0.central) }
+        guard held >= links,
             let newest = machines.last(where: {
-                $0.central.configuration.pollInterval == nil && scheduler.holdsByChoice($0.central.configuration.address ?? "")
+                $0.central.configuration.pollInterval == nil && onAdapter($0.central)
+                    && scheduler.holdsByChoice($0.central.configuration.address ?? "")
             })
         else { return actions }
         actions += pollFromNow(newest.id)
@@ -80,7 +92,8 @@ extension BirdFleet {
         let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
         let undo = translate(stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }, from: id)
         let heard = (lastHeard[id], sightings[id])
-        drop(id)
+        // The same bird, another machine: what the pool heard of it is kept.
+        drop(id, keepHeard: true)
         let (polling, resting) = BirdCentral.polling(perBird(address, polled: true), peripheral)
         let replacement = add(polling)
         byAddress[address.uppercased()] = replacement

@@ -18,6 +18,9 @@ public struct BirdFleet: Sendable {
         case forgetTick
         /// `--all`: the gap after a connection attempt (see `LinkScheduler`).
         case connectGap
+        /// `--all` with several adapters: a bird new to the fleet has been
+        /// listened to long enough for every adapter to hear it (see `AdapterPool`).
+        case listen(String)
     }
 
     /// How long a bird neither heard nor connected is remembered by default:
@@ -97,26 +100,36 @@ public struct BirdFleet: Sendable {
     var scheduler: LinkScheduler?
     /// `all` among gateways (`shared`): the birds this one may connect.
     var sharing: Sharing?
+    /// `all` with several adapters (`pooled`): through which adapter each bird is connected.
+    var pool: AdapterPool?
+    /// `pool`: birds new to the fleet being listened to by every adapter (see `Timer.listen`).
+    var listening: Set<String> = []
 
     /// `seed`: for the random part of the gaps between connection attempts.
     public init(
         _ configuration: BirdCentral.Configuration, all: Bool = false, forgetAfter: Duration? = nil,
-        links: LinkPolicy = LinkPolicy(), seed: UInt64 = 0, shared: Bool = false
+        links: LinkPolicy = LinkPolicy(), seed: UInt64 = 0, shared: Bool = false, pooled: Bool = false
     ) {
         self.configuration = configuration
         self.all = all
         self.forgetAfter = all ? forgetAfter : nil
         if all { scheduler = LinkScheduler(links, seed: seed) } else { add(configuration) }
         if all && shared { sharing = Sharing() }
+        if all && pooled { pool = AdapterPool() }
     }
 
     /// How many birds the fleet holds state for (machines, declined and waiting birds).
-    public var birdsRemembered: Int { machines.count + declined.count + waiting.count + (sharing?.heard.count ?? 0) }
+    public var birdsRemembered: Int {
+        machines.count + declined.count + waiting.count + (sharing?.heard.count ?? 0) + (pool?.heard.count ?? 0)
+    }
 
     public var isFinished: Bool { outcome != nil }
 
     /// Whether machine `id` is still running (it has not finished or been dropped).
     public func runs(_ id: MachineID) -> Bool { outcome == nil && machines.contains { $0.id == id } }
+
+    /// The device machine `id` is connected (or connecting) to.
+    public func machineDevice(_ id: MachineID) -> ObjectPath? { machines.first { $0.id == id }?.central.currentDevice }
 
     /// The devices the machines are connected (or connecting) to.
     public var currentDevices: [ObjectPath] { machines.compactMap(\.central.currentDevice) }
@@ -139,6 +152,9 @@ public struct BirdFleet: Sendable {
         discovering = false
         linked.removeAll()
         waiting.removeAll()
+        // Several adapters: none is left; they are told again when bluetoothd is back.
+        _ = pool?.update([])
+        listening.removeAll()
         let actions = everyMachine { $0.bluetoothUnavailable(error) }
         if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
         return actions
@@ -196,10 +212,20 @@ public struct BirdFleet: Sendable {
         let address = sighting.address.uppercased()
         if let id = byAddress[address] {
             lastHeard[id] = tick
-            sightings[id] = sighting
-            return on(id) { $0.deviceSighted(sighting) }
+            guard pool != nil else {
+                sightings[id] = sighting
+                return on(id) { $0.deviceSighted(sighting) }
+            }
+            return pooledSighting(sighting, of: id)
         }
         guard discovering, declined[address] == nil, mayFollow(sighting, address: address) else { return [] }
+        if pool != nil { return listen(sighting) }
+        return admit(sighting)
+    }
+
+    /// `all`: a Bird new to the fleet, to follow now or after the one being connected to.
+    mutating func admit(_ sighting: Sighting) -> [Action] {
+        let address = sighting.address.uppercased()
         // One new bird at a time: a machine is made for a bird when the one
         // before it has a link or gave up. Birds heard meanwhile wait in a
         // short line (the last sighting of each); past its end they are not
@@ -261,10 +287,12 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        var moved: [Action] = []
         if scheduler != nil, case .success = result, let device = machines.first(where: { $0.id == id })?.central.currentDevice {
             linked.insert(device)
+            moved = connectedThrough(device, by: id)
         }
-        return on(id) { $0.connectReplied(result) }
+        return moved + on(id) { $0.connectReplied(result) }
     }
 
     public mutating func readCompleted(_ id: MachineID, _ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> [Action] {
@@ -315,7 +343,8 @@ public struct BirdFleet: Sendable {
     /// Machine `id`'s connect deadline passed while `connectedDevices` were
     /// connected on `adapter` (see `BirdCentral.connectDeadlinePassed`).
     public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
-        on(id) { $0.connectDeadlinePassed(connectedDevices: connectedDevices, adapter: adapter) }
+        poolDeadlinePassed(id, connectedDevices: connectedDevices)
+        return on(id) { $0.connectDeadlinePassed(connectedDevices: connectedDevices, adapter: adapter) }
     }
 
     // MARK: Timers and stopping
@@ -335,6 +364,8 @@ public struct BirdFleet: Sendable {
         case .connectGap:
             scheduler?.gapPassed()
             return grantConnects()
+        case .listen(let address):
+            return listened(address)
         }
     }
 
@@ -359,8 +390,11 @@ public struct BirdFleet: Sendable {
     }
 
     /// Forgets a machine (with `all`).
-    mutating func drop(_ id: MachineID) {
+    mutating func drop(_ id: MachineID, keepHeard: Bool = false) {
         scheduler?.withdraw(id)
+        if let address = machines.first(where: { $0.id == id })?.central.configuration.address {
+            pool?.forget(address, keepHeard: keepHeard)
+        }
         machines.removeAll { $0.id == id }
         lastHeard[id] = nil
         sightings[id] = nil
@@ -439,7 +473,8 @@ public struct BirdFleet: Sendable {
                 }
                 // One bird lost is not the end of the fleet: forget it so it can be found again.
                 let (sighting, linkedAtAttempt) = (sightings[id], scheduler?.linkedAtAttempt[id] ?? 0)
-                drop(id)
+                if case .failed(.connectFailed) = result, let sighting { pool?.failed(sighting.address, device: sighting.device) }
+                drop(id, keepHeard: pool != nil)
                 // Its link is being undone: say so, if it did not (a gateway
                 // would otherwise keep the bird online for ever).
                 if let sighting, linked.contains(sighting.device),
@@ -457,7 +492,8 @@ public struct BirdFleet: Sendable {
                     if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
                     if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
                         // Links that went down since the Connect was sent were up when the controller refused it.
-                        actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter)
+                        let path = sighting.map { AdapterPool.adapter(of: $0.device) } ?? self.adapter?.path ?? "/"
+                        actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter, path: path)
                     }
                     tryAgainLater(sighting, after: failure)
                 }

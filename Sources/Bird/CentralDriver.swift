@@ -18,6 +18,10 @@ public final class CentralDriver: @unchecked Sendable {
     private let onFinish: FinishHandler
     private var discovery: Discovery!
     private var subscriptions: NotifySubscriptions!
+    /// Several adapters as one pool (`--adapter hci0,hci1`, `all`); nil for one adapter.
+    private var pool: PoolAdapters?
+    /// The fleet was told the pool's adapters once (see `poolChanged`).
+    private var poolAnnounced = false
 
     // Loop-confined state.
     private var fleet: BirdFleet
@@ -59,6 +63,7 @@ public final class CentralDriver: @unchecked Sendable {
     public func start() {
         core.start(prepare: { [self] client in
             discovery = Discovery(client: client)
+            if core.options.isPool { pool = PoolAdapters(client: client, options: core.options) }
             subscriptions = NotifySubscriptions(client: client, method: fleet.configuration.notifyMethod)
             core.onFinish { [self] in subscriptions.releaseAll() }
         }) { [self] event in handle(event) }
@@ -79,6 +84,7 @@ public final class CentralDriver: @unchecked Sendable {
             let mtu = value.count >= Self.smallestMTU - 3 ? linkMTU(of: path) : nil
             return apply { $0.valueChanged(path, value, mtu: mtu) }
         }
+        if let pool { return handlePooled(event, pool) }
         if let adapter = core.powerChange(event) {
             if adapter.powered {
                 apply { [options = core.options] in $0.bluetoothReady(adapter: adapter, requested: options.adapterName) }
@@ -103,6 +109,19 @@ public final class CentralDriver: @unchecked Sendable {
             core.adapter = nil
             discovery.forget()
             apply { $0.adapterRemoved(name: name) }
+        case .deviceRemoved, .deviceChanged, .characteristicRemoved, .characteristicAdded:
+            handleDevice(event)
+        default:
+            break
+        }
+        if let sighting = Sighting(event), sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere") {
+            sighted(sighting)
+        }
+    }
+
+    /// Devices, links and GATT objects: the same with one adapter or a pool.
+    private func handleDevice(_ event: BlueZEvent) {
+        switch event {
         case .deviceRemoved(let path):
             linkMTUs[path] = nil
             apply { $0.deviceRemoved(path) }
@@ -130,10 +149,47 @@ public final class CentralDriver: @unchecked Sendable {
         default:
             break
         }
-        if let sighting = Sighting(event), sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere") {
-            if let onHeard, let rssi = sighting.rssi, sighting.isBird { onHeard(sighting.address.uppercased(), rssi) }
-            apply { $0.deviceSighted(sighting) }
+    }
+
+    private func sighted(_ sighting: Sighting) {
+        if let onHeard, let rssi = sighting.rssi, sighting.isBird { onHeard(sighting.address.uppercased(), rssi) }
+        apply { $0.deviceSighted(sighting) }
+    }
+
+    /// The events of several adapters as one pool: the adapters' comings and
+    /// goings become the fleet's `adaptersChanged`; devices are as with one.
+    private func handlePooled(_ event: BlueZEvent, _ pool: PoolAdapters) {
+        switch event {
+        case .ready:
+            pool.forgetAll()
+            poolChanged(pool)
+        case .unavailable(let error):
+            pool.forgetAll()
+            core.adapter = nil
+            apply { $0.bluetoothUnavailable(error) }
+        case .adapterAdded(let adapter) where pool.isMember(adapter):
+            poolChanged(pool)
+        case .adapterRemoved(let path) where pool.members.contains(where: { $0.path == path }):
+            poolChanged(pool)
+        case .adapterChanged(let adapter, let names) where names.contains(.powered) && pool.isMember(adapter):
+            poolChanged(pool)
+        case .deviceRemoved, .deviceChanged, .characteristicRemoved, .characteristicAdded:
+            // What happens to devices, links and GATT objects is the same with one adapter.
+            handleDevice(event)
+        default:
+            break
         }
+        if let sighting = Sighting(event), pool.holds(sighting.device) { sighted(sighting) }
+    }
+
+    private func poolChanged(_ pool: PoolAdapters) {
+        guard client.isReady else { return }
+        let members = pool.refresh { [self] failure in apply { $0.adapterFailed(failure) } }
+        core.adapter = members.first(where: \.powered) ?? members.first
+        // At start, adapters being powered on (--power-on): their Powered change comes back here.
+        if !poolAnnounced, core.options.powerOn, !members.isEmpty, !members.contains(where: \.powered) { return }
+        poolAnnounced = true
+        apply { [requested = pool.requested] in $0.adaptersChanged(members, requested: requested) }
     }
 
     private func chooseAdapter() {
@@ -198,6 +254,13 @@ public final class CentralDriver: @unchecked Sendable {
 
     private func perform(_ action: BirdFleet.Action) {
         switch action {
+        case .startScanning(let id, _) where pool != nil:
+            pool?.startDiscovery(
+                onStarted: { [self] heard in heard.forEach { s in apply { $0.deviceSighted(s) } } },
+                onFailure: { [self] error in
+                    // One adapter of the pool being powered off: its power event decides.
+                    if error.kind != .notReady { apply { $0.scanFailed(id, error) } }
+                })
         case .startScanning(let id, let address):
             guard let adapter = core.adapter else { return }
             if let address, let known = knownBird(address, on: adapter.path), let id {
@@ -209,6 +272,7 @@ public final class CentralDriver: @unchecked Sendable {
                 on: adapter.path, onStarted: { [self] heard in heard.forEach { s in apply { $0.deviceSighted(s) } } },
                 onFailure: { [self] error in apply { $0.scanFailed(id, error) } })
         case .stopScanning:
+            if let pool { return pool.stopDiscovery(core.cleanup) }
             core.cleanup { done in discovery.stop(done: done) }
         case .connect(let id, let device):
             connectQueue.append((id, device))
@@ -216,6 +280,7 @@ public final class CentralDriver: @unchecked Sendable {
             // person does with bluetoothctl (scan off, then connect): a Connect
             // sent while the kernel is still stopping discovery was seen to
             // wait for a scan that never came back on (the VM tier, kernel 6.1).
+            if let pool { return pool.afterPending(on: device) { [self] in connectNext() } }
             discovery.afterPending { [self] in connectNext() }
         case .disconnect(let device):
             connectQueue.removeAll { $0.device == device }
@@ -338,12 +403,19 @@ public final class CentralDriver: @unchecked Sendable {
         guard !core.isFinished else { return }
         // A connect deadline is told how many links the adapter holds: the
         // controller may be at its limit (which Linux does not report).
-        guard case .machine(let id, .connect) = timer, fleet.runs(id), let adapter = core.adapter else {
+        guard case .machine(let id, .connect) = timer, fleet.runs(id), let adapter = connectingAdapter(id) else {
             return apply { $0.timerFired(timer) }
         }
         connectedDevices(on: adapter.path) { [self] links in
             apply { $0.connectDeadlinePassed(id, connectedDevices: links, adapter: adapter.name) }
         }
+    }
+
+    /// The adapter machine `id` connects through: the chosen one, or with
+    /// several the one its device lies under.
+    private func connectingAdapter(_ id: BirdFleet.MachineID) -> AdapterChoice? {
+        guard let pool, let path = fleet.machineDevice(id)?.parent else { return core.adapter }
+        return pool.members.first { $0.path == path } ?? core.adapter
     }
 
     /// The devices connected on an adapter. A tree that does not hold every

@@ -20,12 +20,12 @@ import DBus
 /// A value, no I/O: part of `BirdFleet`.
 struct LinkScheduler: Sendable {
     let policy: LinkPolicy
-    /// The link limit, once known, and whether it was learned.
-    private(set) var limit: Int?
-    private(set) var learned = false
+    /// Each adapter's link limit (by path) once learned; the one given
+    /// (`policy.links`) applies to every adapter of the pool.
+    private var learnedLimits: [ObjectPath: Int] = [:]
     /// Machines whose Connect waits for the gate, first come first served,
     /// with the actions held back (the connect deadline and the Connect).
-    private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, actions: [BirdFleet.Action])] = []
+    private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath, actions: [BirdFleet.Action])] = []
     /// How many links were up when each machine's last attempt was let
     /// through: what the controller held if it never answers (links going
     /// down meanwhile no longer show at the deadline).
@@ -41,7 +41,6 @@ struct LinkScheduler: Sendable {
 
     init(_ policy: LinkPolicy, seed: UInt64) {
         self.policy = policy
-        self.limit = policy.links
         self.random = SplitMix64(seed: seed)
     }
 
@@ -49,9 +48,13 @@ struct LinkScheduler: Sendable {
 
     func isWaiting(_ id: BirdFleet.MachineID) -> Bool { waiting.contains { $0.id == id } }
 
+    /// The link limit of this adapter, if known (given or learned).
+    func limit(on adapter: ObjectPath) -> Int? { policy.links ?? learnedLimits[adapter] }
+
     /// Whether a bird new to the fleet is polled: named so, or by default, or
-    /// (automatic) when the held birds already fill all links but one.
-    func polls(_ address: String, heldBirds: Int) -> Bool {
+    /// (automatic) when the held birds already fill all links but one;
+    /// `limit`: the links of every adapter the fleet uses, if known.
+    func polls(_ address: String, heldBirds: Int, limit: Int?) -> Bool {
         let address = address.uppercased()
         if policy.hold.contains(address) { return false }
         if policy.poll.contains(address) { return true }
@@ -73,7 +76,24 @@ struct LinkScheduler: Sendable {
     /// A machine asks to connect: its actions wait their turn.
     mutating func request(_ id: BirdFleet.MachineID, device: ObjectPath, _ actions: [BirdFleet.Action]) {
         waiting.removeAll { $0.id == id }
-        waiting.append((id, device, actions))
+        // Its adapter, found once here rather than at every look at the line.
+        waiting.append((id, device, AdapterPool.adapter(of: device), actions))
+    }
+
+    /// The machines waiting, in turn, and their devices.
+    var waitingDevices: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath)] {
+        waiting.map { ($0.id, $0.device, $0.adapter) }
+    }
+
+    /// A waiting machine connects to another device (its bird under another
+    /// adapter): its place in line is kept.
+    mutating func redirect(_ id: BirdFleet.MachineID, to device: ObjectPath) {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }
+        waiting[index].device = device
+        waiting[index].adapter = AdapterPool.adapter(of: device)
+        waiting[index].actions = waiting[index].actions.map {
+            if case .connect(let id, _) = $0 { .connect(id, device) } else { $0 }
+        }
     }
 
     /// A machine no longer waits (it stopped, was dropped, gave up).
@@ -82,21 +102,39 @@ struct LinkScheduler: Sendable {
         linkedAtAttempt[id] = nil
     }
 
-    /// The next connection attempt, if the gap has passed and a link is free:
-    /// its held-back actions and the gap's timer. `stillWants` says whether a
-    /// machine still connects to that device; `linksUp` counts the links up
-    /// or being made (not those waiting here), `linked` those up.
-    mutating func grant(linksUp: Int, linked: Int, stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool) -> [BirdFleet.Action] {
-        while gapOpen, let first = waiting.first {
-            guard stillWants(first.id, first.device) else {
-                waiting.removeFirst()
+    /// The next connection attempt, if the gap has passed and a link is free
+    /// on its adapter: its held-back actions and the gap's timer. First come,
+    /// first served on each adapter: a machine waits only for those ahead of
+    /// it on the same adapter. `stillWants` says whether a machine still
+    /// connects to that device; `links(adapter)` counts the adapter's links
+    /// up or being made (not those waiting here), and those up.
+    mutating func grant(
+        links: (ObjectPath) -> (up: Int, linked: Int), stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool
+    ) -> [BirdFleet.Action] {
+        guard gapOpen else { return [] }
+        // Adapters found full on this pass (with one adapter: at most one, and nothing allocated).
+        var lastFull: ObjectPath?
+        var moreFull: [ObjectPath] = []
+        var index = 0
+        while index < waiting.count {
+            let entry = waiting[index]
+            guard stillWants(entry.id, entry.device) else {
+                waiting.remove(at: index)
                 continue
             }
-            if let limit, linksUp >= limit { return [] }
-            waiting.removeFirst()
-            linkedAtAttempt[first.id] = linked
-            gapOpen = false
-            return first.actions + [.armTimer(.connectGap, nextGap())]
+            let adapter = entry.adapter
+            if adapter != lastFull && !moreFull.contains(adapter) {
+                let counts = links(adapter)
+                if counts.up < limit(on: adapter) ?? Int.max {
+                    waiting.remove(at: index)
+                    linkedAtAttempt[entry.id] = counts.linked
+                    gapOpen = false
+                    return entry.actions + [.armTimer(.connectGap, nextGap())]
+                }
+                if let lastFull { moreFull.append(lastFull) }
+                lastFull = adapter
+            }
+            index += 1
         }
         return []
     }
@@ -111,12 +149,11 @@ struct LinkScheduler: Sendable {
         return [.armTimer(.connectGap, nextGap())]
     }
 
-    /// A connection never came while `links` others were up: the controller
-    /// holds no more (unless the user said otherwise). True if that is news.
-    mutating func learnLimit(_ links: Int) -> Bool {
-        guard policy.links == nil, links > 0, limit != links else { return false }
-        limit = links
-        learned = true
+    /// A connection never came while `links` others were up on `adapter`:
+    /// its controller holds no more (unless the user said otherwise). True if that is news.
+    mutating func learnLimit(_ links: Int, adapter: ObjectPath) -> Bool {
+        guard policy.links == nil, links > 0, learnedLimits[adapter] != links else { return false }
+        learnedLimits[adapter] = links
         return true
     }
 

@@ -38,6 +38,8 @@ public final class ScanDriver: @unchecked Sendable {
     private let onFound: FoundHandler
     private let onFinish: FinishHandler
     private var discovery: Discovery!
+    /// Several adapters as one pool (`--adapter hci0,hci1`, `all`): discovery on each; nil for one adapter.
+    private var pool: PoolAdapters?
 
     private var results: ScanResults
     /// The timer that forgets unheard Birds; armed while any is remembered.
@@ -59,7 +61,10 @@ public final class ScanDriver: @unchecked Sendable {
     }
 
     public func start() {
-        core.start(prepare: { [self] client in discovery = Discovery(client: client) }) { [self] event in handle(event) }
+        core.start(prepare: { [self] client in
+            discovery = Discovery(client: client)
+            if core.options.isPool { pool = PoolAdapters(client: client, options: core.options) }
+        }) { [self] event in handle(event) }
     }
 
     /// Ctrl-C: the list so far is the result.
@@ -70,6 +75,7 @@ public final class ScanDriver: @unchecked Sendable {
     private func handle(_ event: BlueZEvent) {
         core.connection.loop.assertInLoop()
         guard !core.isFinished else { return }
+        if let pool { return handlePooled(event, pool) }
         if let adapter = core.powerChange(event) {
             if adapter.powered { begin() } else if scanning { finish(.failed(.adapterOff(adapter.name))) }
             return
@@ -86,6 +92,45 @@ public final class ScanDriver: @unchecked Sendable {
         }
     }
 
+    /// A pool: discovery on each of its powered adapters, those that come
+    /// later too; the scan ends when none is left (as with one adapter).
+    private func handlePooled(_ event: BlueZEvent, _ pool: PoolAdapters) {
+        switch event {
+        case .ready:
+            beginPooled(pool)
+        case .unavailable(let error):
+            finish(.failed(.unavailable(error)))
+        case .adapterAdded(let adapter) where pool.isMember(adapter):
+            beginPooled(pool)
+        case .adapterChanged(let adapter, let names) where names.contains(.powered) && pool.isMember(adapter):
+            beginPooled(pool)
+        case .adapterRemoved(let path) where pool.members.contains(where: { $0.path == path }):
+            beginPooled(pool)
+        default:
+            if scanning, let sighting = Sighting(event) { sighted(sighting) }
+        }
+    }
+
+    private func beginPooled(_ pool: PoolAdapters) {
+        let members = pool.refresh { [self] failure in finish(.failed(failure)) }
+        guard members.contains(where: \.powered) else {
+            // Being powered on (--power-on): its Powered change comes back here.
+            if core.options.powerOn && !members.isEmpty && !scanning { return }
+            return finish(.failed(members.first.map { .adapterOff($0.name) } ?? .noAdapter(pool.requested)))
+        }
+        pool.startDiscovery(
+            onStarted: { [self] heard in heard.forEach(sighted) },
+            onFailure: { [self] error in
+                // One adapter of the pool being powered off: its power event decides.
+                if error.kind != .notReady { finish(.failed(.failed("start discovery", error))) }
+            })
+        guard !scanning else { return }
+        scanning = true
+        if let timeout {
+            core.connection.loop.schedule(after: timeout) { [self] in finish(foundAny ? .success : .failed(.notFound)) }
+        }
+    }
+
     private func begin() {
         guard !scanning else { return }
         guard let choice = core.usableAdapter(fail: { [self] failure in finish(.failed(failure)) }) else { return }
@@ -99,7 +144,8 @@ public final class ScanDriver: @unchecked Sendable {
     }
 
     private func sighted(_ sighting: Sighting) {
-        guard !core.isFinished, sighting.isBird, sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere")
+        guard !core.isFinished, sighting.isBird,
+            pool?.holds(sighting.device) ?? sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere")
         else { return }
         let found = results.heard(address: sighting.address, name: sighting.name, rssi: sighting.rssi, at: .now)
         if sweep == nil { armSweep() }
@@ -128,7 +174,7 @@ public final class ScanDriver: @unchecked Sendable {
         sweep = nil
         if scanning {
             scanning = false
-            core.cleanup { done in discovery.stop(done: done) }
+            if let pool { pool.stopDiscovery(core.cleanup) } else { core.cleanup { done in discovery.stop(done: done) } }
         }
         core.finish { [onFinish] in onFinish(outcome, list) }
     }

@@ -26,7 +26,9 @@ struct Option: Hashable, Sendable {
         case integer(label: String, range: ClosedRange<Int>, default: Int? = nil, inBytes: Bool = false)
         /// One of `choices` (by name).
         case choice([Choice], default: String)
-        /// A Bluetooth adapter's name, `hciN`.
+        /// A Bluetooth adapter's name, `hciN`; or several separated by commas,
+        /// or `all` (several adapters as one pool), where the command allows
+        /// it (`CommonOptions.adapterPool`).
         case adapter
         /// Bird addresses separated by commas, upper-cased.
         case addresses
@@ -60,6 +62,9 @@ struct Option: Hashable, Sendable {
     }
 
     static func == (a: Option, b: Option) -> Bool { a.name == b.name }
+
+    /// `--adapter all`: every adapter BlueZ has, and those added later.
+    static let allAdapters = "all"
     func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
     var takesValue: Bool {
@@ -73,7 +78,7 @@ struct Option: Hashable, Sendable {
         case .seconds: "S"
         case .integer(let label, _, _, _), .text(let label, _): label
         case .choice(let choices, _): choices.map(\.name).joined(separator: "|")
-        case .adapter: "hciN"
+        case .adapter: "hciN[,hciN...]|all"
         case .addresses: "ADDRESS[,ADDRESS...]"
         case .birdValue(let field, _):
             switch field {
@@ -170,10 +175,16 @@ extension Option.Kind {
             }
             return .text(text)
         case .adapter:
-            guard text.hasPrefix("hci") && text.count > 3 && text.dropFirst(3).allSatisfy(\.isNumber) else {
-                throw UsageError("\(name) expects a name like hci0, got '\(text)'")
+            if text == Option.allAdapters { return .text(text) }
+            let names = text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingSpaces }
+            for adapter in names where !(adapter.hasPrefix("hci") && adapter.count > 3 && adapter.dropFirst(3).allSatisfy(\.isNumber)) {
+                throw UsageError(
+                    names.count > 1
+                        ? "\(name) expects names like hci0, separated by commas, or all; got '\(adapter)'"
+                        : "\(name) expects a name like hci0 (several separated by commas, or all), got '\(text)'")
             }
-            return .text(text)
+            if Set(names).count < names.count { throw UsageError("\(name) names an adapter twice: '\(text)'") }
+            return .text(names.joined(separator: ","))
         case .addresses:
             var addresses: Set<String> = []
             for address in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {

@@ -9,7 +9,14 @@ extension Option {
     /// `BirdCentral.Configuration`'s defaults, as the Bird layer declares them.
     static let birdDefaults = BirdCentral.Configuration(mode: .read)
 
-    static let adapter = Option("--adapter", "use this adapter", .adapter, fallback: "the first powered one")
+    static let adapter = Option(
+        "--adapter", "use this adapter (one: several only with watch --all and scan)", .adapter, fallback: "the first powered one")
+    /// `watch --all` and `scan`: several adapters as one pool (docs/scheduling.md).
+    static let adapters = Option(
+        "--adapter",
+        "use this adapter; several separated by commas, or all (every adapter, those added later too), as one pool:"
+            + " scan listens on each, watch --all connects each bird through the one that hears it best (with --all only)",
+        .adapter, fallback: "the first powered one")
     static let powerOn = Option("--power-on", "power the adapter on if it is off")
     /// `read`, `set`, `pair`: how long to look for the bird.
     static let timeout = Option(
@@ -58,7 +65,7 @@ extension Option {
         "--poll-interval", "with --all: seconds between polls of a polled bird",
         .seconds(default: LinkPolicy.defaultPollInterval, minimum: .milliseconds(100)))
     static let links = Option(
-        "--links", "with --all: the adapter's link limit, never exceeded", .integer(label: "N", range: 1...64),
+        "--links", "with --all: the adapter's link limit (with several adapters, each one's), never exceeded", .integer(label: "N", range: 1...64),
         fallback: "learned from a connection that never comes")
     static let quietAfter = Option(
         "--quiet-after",

@@ -120,6 +120,18 @@ public final class FakeBlueZ: @unchecked Sendable {
         return reply.first?.objectPath ?? "/"
     }
 
+    /// Adds a Bird peripheral heard by another adapter (`hci1`): a device object of its own there.
+    @discardableResult
+    public func addBird(
+        on adapter: String, address: String = "F0:0D:B1:7D:00:01", name: String = "Robin", alpha: String = "80",
+        rssi: Int16 = -50
+    ) async throws -> ObjectPath {
+        let reply = try await call(
+            "AddBirdOn", .string(adapter), .string(address), .string(name), .bytes(Array("#FF8800".utf8)),
+            .bytes(Array(name.utf8)), .bytes(Array(alpha.utf8)), .int16(rssi), .bool(false), .bool(true))
+        return reply.first?.objectPath ?? "/"
+    }
+
     /// Adds a non-Bird device on hci0.
     @discardableResult
     public func addDevice(

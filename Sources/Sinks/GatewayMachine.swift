@@ -106,6 +106,9 @@ public struct GatewayMachine: Sendable {
     /// the links sensor was described.
     private var linksUsed = 0
     private var linkLimit: Int?
+    /// Each adapter's limit: with several adapters as one pool the sensor's
+    /// limit is their sum (the links in use are every adapter's too).
+    private var linkLimits: [String: Int] = [:]
     private var linksDescribed = false
 
     public init(_ configuration: Configuration) {
@@ -176,13 +179,14 @@ public struct GatewayMachine: Sendable {
             actions += setOnline(peripheral, false)
             actions.append(.publish(.event(address: peripheral.address, report)))
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
-            .paired(let p), .polled(let p), .written(let p, _, _):
+            .paired(let p), .polled(let p), .written(let p, _, _), .adapter(let p, _, _):
             actions.append(.publish(.event(address: p.address, report)))
         case .quiet(let p, _):
             actions.append(.publish(.event(address: p.address, report)))
-        case .links(_, _, let limit, _):
+        case .links(let adapter, _, let limit, _):
             actions.append(.publish(.event(address: nil, report)))
-            linkLimit = limit
+            linkLimits[adapter] = limit
+            linkLimit = linkLimits.values.reduce(0, +)
             actions += linksNow()
         case .gaveUp, .waiting:
             actions.append(.publish(.event(address: nil, report)))

@@ -64,6 +64,11 @@ struct GatewayMachineTests {
         // The limit, once given or learned, goes with it.
         #expect(machine.report(.links(adapter: "hci0", used: 1, limit: 3, learned: true)).contains(
             .publishSticky(.links(used: 1, limit: 3))))
+        // Several adapters as one pool: the sensor's limit is their sum; an adapter's news replaces its own.
+        #expect(machine.report(.links(adapter: "hci1", used: 0, limit: 2, learned: true)).contains(
+            .publishSticky(.links(used: 1, limit: 5))))
+        #expect(machine.report(.links(adapter: "hci1", used: 0, limit: 1, learned: true)).contains(
+            .publishSticky(.links(used: 1, limit: 4))))
         var quiet = GatewayMachine.running([], discovery: false)
         #expect(!quiet.report(.connected(robin)).contains(.publishSticky(.birdDiscovery(robin))))
     }

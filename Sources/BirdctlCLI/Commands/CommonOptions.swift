@@ -16,9 +16,13 @@ struct CommonOptions {
     /// `--pair-with`: addresses, upper case.
     var pairsWith: Set<String>
 
-    init(_ arguments: Arguments) throws(UsageError) {
+    /// `pool`: the command takes several adapters as one pool (`watch --all`, `scan`).
+    init(_ arguments: Arguments, pool: Bool = false) throws(UsageError) {
         self.arguments = arguments
         adapter = arguments.value(.adapter)
+        if !pool, let adapter, adapter == Option.allAdapters || adapter.contains(",") {
+            throw UsageError("--adapter takes one adapter here, got '\(adapter)' (several only with watch --all and scan)")
+        }
         json = arguments.has(.json)
         verbose = arguments.has(.verbose)
         powerOn = arguments.has(.powerOn)
@@ -31,8 +35,13 @@ struct CommonOptions {
         pairsWith = arguments.addresses(.pairWith)
     }
 
+    /// `--adapter hci0,hci1` or `--adapter all` (where the command allows several).
+    var adapterPool: Bool { adapter.map { $0 == Option.allAdapters || $0.contains(",") } ?? false }
+
     var adapterOptions: AdapterOptions {
-        AdapterOptions(adapterName: adapter, powerOn: powerOn)
+        guard let adapter, adapterPool else { return AdapterOptions(adapterName: adapter, powerOn: powerOn) }
+        let names = adapter == Option.allAdapters ? nil : adapter.split(separator: ",").map(String.init)
+        return AdapterOptions(pool: names, powerOn: powerOn)
     }
 
     /// One bird's machine as the options configure it; what no option of the

@@ -9,17 +9,19 @@ enum ScanCommand {
             At the end (--timeout) a terminal also gets the list sorted by signal
             strength, and --json a "done" line with it. A Bird unheard for
             --forget-after seconds is forgotten: it leaves the list, and if it is
-            heard again it is printed again as found.
+            heard again it is printed again as found. With several adapters
+            (--adapter hci0,hci1 or all) each listens, and a Bird heard by several
+            is one entry (its RSSI samples from all of them smoothed together).
             Exits 0 if a Bird was found, 6 if none was.
             """,
         options: [
-            .scanTimeout, .minimumRSSI, .forgetAfter, .adapter,
+            .scanTimeout, .minimumRSSI, .forgetAfter, .adapters,
             .powerOn, .json, .verbose, .help,
         ],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
-        let common = try CommonOptions(arguments)
+        let common = try CommonOptions(arguments, pool: true)
         guard arguments.positionals.isEmpty else { throw UsageError("scan takes no arguments") }
 
         return try Session.run(json: common.json, verbose: common.verbose) { session in

@@ -49,17 +49,20 @@ enum WatchCommand {
             .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .quietAfter, .count, .duration, .noReconnect,
             .notifyMethod,
             .watchTimeout, .connectTimeout,
-            .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapter, .powerOn, .json, .verbose,
+            .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapters, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .mqttWriteTTL, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
             .quiet, .help,
         ],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
-        let common = try CommonOptions(arguments)
+        let common = try CommonOptions(arguments, pool: true)
         let (address, requested) = try arguments.addressAndFields()
         let all = arguments.has(.all)
         if all && address != nil { throw UsageError("--all follows every Bird; it takes no ADDRESS") }
+        if common.adapterPool && !all {
+            throw UsageError("--adapter with several adapters (or all) goes with --all: one bird is watched through one adapter")
+        }
         var configuration = common.configuration(
             .watch(reconnect: !arguments.has(.noReconnect)), fields: requested.isEmpty ? BirdField.allCases : requested,
             address: address)
@@ -90,7 +93,7 @@ enum WatchCommand {
                 session,
                 BirdFleet(
                     configuration, all: all, forgetAfter: common.forgetAfter, links: links, seed: UInt64.random(in: .min ... .max),
-                    shared: gatewayOptions?.fleet != nil),
+                    shared: gatewayOptions?.fleet != nil, pooled: common.adapterPool),
                 onReport: { report in
                     // The command is ending: what comes now (a notification socket's
                     // last datagrams, calls failing) is neither printed nor published.

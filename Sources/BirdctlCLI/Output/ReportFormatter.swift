@@ -112,6 +112,8 @@ struct ReportFormatter {
         case .connected(let p):
             var object = event("connected", p)
             object.add("name", ifPresent: p.name)
+            // Always: with several adapters (`--adapter hci0,hci1`), the one this link is on.
+            object.add("adapter", ifPresent: p.adapterName)
             return object.rendered
         case .disconnected(let p):
             return event("disconnected", p).rendered
@@ -146,6 +148,11 @@ struct ReportFormatter {
             return object.rendered
         case .polled(let p):
             return event("polled", p).rendered
+        case .adapter(let p, let adapter, let reason):
+            var object = event("adapter", p)
+            object.add("adapter", adapter)
+            object.add("reason", reason.rawValue)
+            return object.rendered
         case .quiet(let p, let probe):
             return quietLine(p, probe)
         case .pairing(let p):
@@ -180,6 +187,7 @@ struct ReportFormatter {
         case .links(let adapter, let used, let limit, let learned):
             "\(adapter) holds \(used) of at most \(limit) links" + (learned ? " (the limit learned from a connection that never came)" : "")
         case .polled(let p): "polling \(label(p)) from now on, to share the last link"
+        case .adapter(let p, let adapter, let reason): "\(label(p)) is connected through \(adapter) now (\(reason.rawValue))"
         case .quiet(let p, let probe): quietText(p, probe)
         case .pairing(let p): "pairing with \(label(p))"
         case .paired(let p): "paired with \(label(p))"
