@@ -45,9 +45,10 @@ extension BirdFleet {
         return granted
     }
 
-    /// Bluetooth is back after an outage: the first attempt waits a random gap.
-    mutating func linksRestarting() -> [Action] {
-        scheduler?.restarting() ?? []
+    /// Bluetooth is back after an outage (or `adapters` came): the first
+    /// attempt waits a random gap, and learned limits are learned again.
+    mutating func linksRestarting(adapters: [ObjectPath]? = nil) -> [Action] {
+        scheduler?.restarting(forgetting: adapters) ?? []
     }
 
     /// The limit the user gave, said once Bluetooth is ready.

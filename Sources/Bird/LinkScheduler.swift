@@ -143,8 +143,17 @@ struct LinkScheduler: Sendable {
     mutating func gapPassed() { gapOpen = true }
 
     /// Bluetooth is back (bluetoothd restarted, the adapter powered on): the
-    /// first attempt waits a random gap too.
-    mutating func restarting() -> [BirdFleet.Action] {
+    /// first attempt waits a random gap too, and the limits learned of these
+    /// adapters (nil: of all) are forgotten, to be learned again: a controller
+    /// powered on again, or another under the same name, starts afresh, and a
+    /// deadline that passed as bluetoothd went may have taught a wrong one (the
+    /// hour-long VM soak learned a limit of 1 so, and streamed no more).
+    mutating func restarting(forgetting adapters: [ObjectPath]? = nil) -> [BirdFleet.Action] {
+        if let adapters {
+            for adapter in adapters { learnedLimits[adapter] = nil }
+        } else {
+            learnedLimits.removeAll()
+        }
         gapOpen = false
         return [.armTimer(.connectGap, nextGap())]
     }

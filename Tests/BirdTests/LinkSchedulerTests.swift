@@ -60,6 +60,27 @@ struct LinkSchedulerTests {
         #expect(connects(fleet.timerFired(.machine(4, .poll)) + fleet.timerFired(.connectGap)) == [])
     }
 
+    /// A learned limit is forgotten when bluetoothd comes back: a deadline
+    /// that passed as it went may have taught a wrong one (the hour-long VM
+    /// soak learned 1 so, and no bird streamed again). Learned anew, not kept.
+    @Test func aLearnedLimitIsForgottenWhenBluetoothdComesBack() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
+        #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        let deadline = fleet.connectDeadlinePassed(3, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        #expect(reports(deadline).contains(.links(adapter: "hci0", used: 3, limit: 3, learned: true)))
+
+        _ = fleet.bluetoothUnavailable(BlueZError(.bluetoothdNotRunning, name: "org.freedesktop.DBus.Error.ServiceUnknown", message: ""))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        // Four birds heard again: each let through in turn, the fourth too
+        // (with the old limit it would wait while three links are up).
+        var connected: [ObjectPath] = []
+        for (n, id) in [(1, 0), (2, 1), (4, 3)] { connected += connects(fleet.stream(n, id: id)) }
+        connected += connects(fleet.deviceSighted(bird(5).sighting) + fleet.timerFired(.connectGap))
+        #expect(Set(connected) == Set([1, 2, 4, 5].map { bird($0).path }), "\(connected)")
+    }
+
     /// A polled bird: connect, read, disconnect, rest, again — never subscribed.
     @Test func aPolledBirdIsReadAndLetGoEveryInterval() {
         var configuration = watchAlpha
