@@ -287,6 +287,7 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        scheduler?.attemptEnded(id)
         var moved: [Action] = []
         if scheduler != nil, case .success = result, let device = machines.first(where: { $0.id == id })?.central.currentDevice {
             linked.insert(device)
@@ -343,6 +344,7 @@ public struct BirdFleet: Sendable {
     /// Machine `id`'s connect deadline passed while `connectedDevices` were
     /// connected on `adapter` (see `BirdCentral.connectDeadlinePassed`).
     public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
+        scheduler?.attemptEnded(id)
         poolDeadlinePassed(id, connectedDevices: connectedDevices)
         return on(id) { $0.connectDeadlinePassed(connectedDevices: connectedDevices, adapter: adapter) }
     }

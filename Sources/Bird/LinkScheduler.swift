@@ -32,6 +32,11 @@ struct LinkScheduler: Sendable {
     private(set) var linkedAtAttempt: [BirdFleet.MachineID: Int] = [:]
     /// No connection attempt until the gap after the last one has passed.
     private var gapOpen = true
+    /// The attempt let through last, until its Connect is answered or its
+    /// deadline passes: the next waits for it. (The driver sends one Connect
+    /// at a time; a deadline armed while a Connect waited behind another
+    /// that hung ran out unsent, and taught a wrong limit.)
+    private var inFlight: (id: BirdFleet.MachineID, device: ObjectPath)?
     private var random: SplitMix64
 
     /// The shortest gap between two connection attempts; a random part of up
@@ -100,6 +105,13 @@ struct LinkScheduler: Sendable {
     mutating func withdraw(_ id: BirdFleet.MachineID) {
         waiting.removeAll { $0.id == id }
         linkedAtAttempt[id] = nil
+        attemptEnded(id)
+    }
+
+    /// Machine `id`'s Connect was answered, or its deadline passed: the next
+    /// attempt may go (after the gap).
+    mutating func attemptEnded(_ id: BirdFleet.MachineID) {
+        if inFlight?.id == id { inFlight = nil }
     }
 
     /// The next connection attempt, if the gap has passed and a link is free
@@ -112,6 +124,11 @@ struct LinkScheduler: Sendable {
         links: (ObjectPath) -> (up: Int, linked: Int), stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool
     ) -> [BirdFleet.Action] {
         guard gapOpen else { return [] }
+        // The last attempt still out, unless its machine gave it up.
+        if let attempt = inFlight {
+            guard !stillWants(attempt.id, attempt.device) else { return [] }
+            inFlight = nil
+        }
         // Adapters found full on this pass (with one adapter: at most one, and nothing allocated).
         var lastFull: ObjectPath?
         var moreFull: [ObjectPath] = []
@@ -128,6 +145,7 @@ struct LinkScheduler: Sendable {
                 if counts.up < limit(on: adapter) ?? Int.max {
                     waiting.remove(at: index)
                     linkedAtAttempt[entry.id] = counts.linked
+                    inFlight = (entry.id, entry.device)
                     gapOpen = false
                     return entry.actions + [.armTimer(.connectGap, nextGap())]
                 }
@@ -154,6 +172,7 @@ struct LinkScheduler: Sendable {
         } else {
             learnedLimits.removeAll()
         }
+        inFlight = nil
         gapOpen = false
         return [.armTimer(.connectGap, nextGap())]
     }

@@ -81,6 +81,32 @@ struct LinkSchedulerTests {
         #expect(Set(connected) == Set([1, 2, 4, 5].map { bird($0).path }), "\(connected)")
     }
 
+    /// One attempt out at a time: the next Connect waits for the last one's
+    /// answer (or deadline), not only for the gap, so that its deadline runs
+    /// while its Connect is out — not while it waits behind one that hangs
+    /// (the soak after a bluetoothd restart: deadlines ran out unsent and
+    /// taught a limit of 1).
+    @Test func theNextAttemptWaitsForTheLastOnesAnswer() {
+        // A limit given, so that the deadline below teaches none.
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(otherBirds: .held, links: 5))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
+        // bluetoothd restarts: the three machines find their birds at once.
+        _ = fleet.bluetoothUnavailable(BlueZError(.bluetoothdNotRunning, name: "org.freedesktop.DBus.Error.ServiceUnknown", message: ""))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        var heard: [BirdFleet.Action] = []
+        for n in 1...3 { heard += fleet.deviceSighted(bird(n).sighting) }
+        #expect(connects(heard + fleet.timerFired(.connectGap)) == [bird(1).path])
+        // Bird 1's Connect is out: the gap passes, the others wait.
+        #expect(connects(fleet.timerFired(.connectGap)) == [])
+        // Its deadline passes (never answered): bird 2 goes, then waits in turn.
+        let deadline = fleet.connectDeadlinePassed(0, connectedDevices: [], adapter: "hci0")
+        #expect(connects(deadline + fleet.timerFired(.connectGap)) == [bird(2).path], "\(deadline)")
+        #expect(connects(fleet.timerFired(.connectGap)) == [])
+        // Answered: bird 3 goes.
+        #expect(connects(fleet.connectReplied(1, .success(())) + fleet.timerFired(.connectGap)) == [bird(3).path])
+    }
+
     /// A polled bird: connect, read, disconnect, rest, again — never subscribed.
     @Test func aPolledBirdIsReadAndLetGoEveryInterval() {
         var configuration = watchAlpha
