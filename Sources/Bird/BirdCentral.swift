@@ -404,7 +404,9 @@ public struct BirdCentral: Sendable {
             untoldNotifications = 0
             return started
         case .findAgain(let actions):
-            return actions + beginFinding()
+            // A link we ended (our Disconnect among `actions`) is not connected again before it is down.
+            let ended = actions.lazy.compactMap { if case .disconnect(let device) = $0 { device } else { nil } }.first
+            return actions + beginFinding(disconnecting: configuration.awaitsOwnDisconnect ? ended : nil)
         case .rest(let peripheral, let actions):
             phase = .resting(peripheral)
             return counted(actions) + [.armTimer(.poll, configuration.pollInterval ?? .zero)]
@@ -413,8 +415,8 @@ public struct BirdCentral: Sendable {
         }
     }
 
-    private mutating func beginFinding() -> [Action] {
-        let (finder, actions) = BirdFinder.start(configuration, hasConnected: hasConnected)
+    private mutating func beginFinding(disconnecting: ObjectPath? = nil) -> [Action] {
+        let (finder, actions) = BirdFinder.start(configuration, hasConnected: hasConnected, disconnecting: disconnecting)
         phase = .finding(finder)
         return actions
     }

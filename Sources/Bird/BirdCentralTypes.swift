@@ -57,6 +57,13 @@ extension BirdCentral {
         /// its usual gaps between notifications gets a probe read, and a link
         /// whose probe is not answered is ended (see `QuietWatch`). Nil or 0: never.
         public var quietAfter: Int? = BirdCentral.defaultQuietAfter
+        /// A watch that ended a link itself (the watchdog, a characteristic
+        /// gone) and finds its bird again sends Connect only once that link's
+        /// `Connected` turned false, or after `connectTimeout`: bluetoothd
+        /// holds a Disconnect ~2 s and answers a Connect meanwhile at once, on
+        /// a link about to go. False with `watch --all`, whose scheduler
+        /// counts a link going down as up (`BirdFleet.linked`).
+        public var awaitsOwnDisconnect = true
 
         public init(
             mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,

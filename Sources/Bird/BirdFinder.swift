@@ -17,6 +17,9 @@ struct BirdFinder: Sendable {
         case listening(Candidates)
         case connecting(Peripheral, attempt: Int)
         case retryWait(Peripheral, attempt: Int)
+        /// Found again after we ended its link ourselves: Connect waits until
+        /// that link is down (see `disconnecting`).
+        case awaitingDisconnect(Peripheral)
     }
 
     let configuration: BirdCentral.Configuration
@@ -33,11 +36,22 @@ struct BirdFinder: Sendable {
     /// fails the Connect: on 5.82, when the bird vanished before the ATT
     /// channel was up): at the deadline, the connection was lost.
     private var linkLostWhileConnecting = false
+    /// The device whose link we just ended (our Disconnect is out), until its
+    /// `Connected` turns false or the `connect` deadline passes. bluetoothd
+    /// holds a Disconnect ~2 s and meanwhile answers a Connect at once, for a
+    /// link about to go: subscribing on it then fails (NotConnected).
+    private var disconnecting: ObjectPath?
 
     /// Scanning starts: discovery on, and (at first) the find deadline.
-    static func start(_ configuration: BirdCentral.Configuration, hasConnected: Bool) -> (BirdFinder, [Action]) {
-        let finder = BirdFinder(configuration: configuration, hasConnected: hasConnected)
-        return (finder, finder.scanningActions)
+    /// `disconnecting`: the device whose link we ended just now, not
+    /// connected to again before it is down (or the connect deadline passes).
+    static func start(
+        _ configuration: BirdCentral.Configuration, hasConnected: Bool, disconnecting: ObjectPath? = nil
+    ) -> (BirdFinder, [Action]) {
+        var finder = BirdFinder(configuration: configuration, hasConnected: hasConnected)
+        finder.disconnecting = disconnecting
+        let deadline: [Action] = disconnecting == nil ? [] : [.armTimer(.connect, configuration.connectTimeout)]
+        return (finder, finder.scanningActions + deadline)
     }
 
     /// A polled bird's next poll: connect straight to it (BlueZ knows it);
@@ -64,7 +78,7 @@ struct BirdFinder: Sendable {
     var peripheral: Peripheral? {
         switch state {
         case .connecting(let p, _), .retryWait(let p, _): p
-        case .scanning, .listening: nil
+        case .scanning, .listening, .awaitingDisconnect: nil
         }
     }
 
@@ -93,12 +107,20 @@ struct BirdFinder: Sendable {
     }
 
     private mutating func connect(to peripheral: Peripheral, heardAt rssi: Int16?) -> [Action] {
+        let found: [Action] = [.cancelTimer(.scan), .stopScanning, .report(.found(peripheral, rssi: rssi))]
+        if peripheral.path == disconnecting {
+            // Its deadline (`connect`) runs since the link was ended.
+            state = .awaitingDisconnect(peripheral)
+            return found
+        }
+        return found + dial(peripheral)
+    }
+
+    private mutating func dial(_ peripheral: Peripheral) -> [Action] {
         state = .connecting(peripheral, attempt: 1)
+        disconnecting = nil
         linkLostWhileConnecting = false
-        return [
-            .cancelTimer(.scan), .stopScanning, .report(.found(peripheral, rssi: rssi)),
-            .armTimer(.connect, configuration.connectTimeout), .connect(peripheral.path),
-        ]
+        return [.armTimer(.connect, configuration.connectTimeout), .connect(peripheral.path)]
     }
 
     /// See `BirdCentral.redirect`.
@@ -170,14 +192,30 @@ struct BirdFinder: Sendable {
 
     /// Connected went false while the bird was being connected to: a link
     /// had come up (Connect's reply says how the attempt ended).
+    /// (The link we ended ourselves is down: the bird may be connected to.)
     mutating func deviceDisconnected(_ device: ObjectPath) -> Step {
+        if device == disconnecting { return .next(ownLinkDown()) }
         if let peripheral, peripheral.path == device { linkLostWhileConnecting = true }
         return .next([])
+    }
+
+    /// The link we ended is down, or the wait for it is over: connect if the bird was found meanwhile.
+    private mutating func ownLinkDown() -> [Action] {
+        disconnecting = nil
+        guard case .awaitingDisconnect(let peripheral) = state else { return [.cancelTimer(.connect)] }
+        return dial(peripheral)
     }
 
     /// The device object left BlueZ's tree while it was being connected to.
     /// (A Connected turning false then is Connect's reply's to report.)
     mutating func deviceRemoved(_ device: ObjectPath) -> Step {
+        if device == disconnecting {
+            // The link we ended went with it: a bird found meanwhile is looked for anew.
+            disconnecting = nil
+            guard case .awaitingDisconnect = state else { return .next([.cancelTimer(.connect)]) }
+            state = .scanning
+            return .next([.cancelTimer(.connect)] + scanningActions)
+        }
         guard let peripheral, peripheral.path == device else { return .next([]) }
         return ended(failure: .connectionLost, BirdCentral.stopTimers())
     }
@@ -202,6 +240,9 @@ struct BirdFinder: Sendable {
         case (.retry, .retryWait(let peripheral, let attempt)):
             state = .connecting(peripheral, attempt: attempt)
             return .next([.connect(peripheral.path)])
+        case (.connect, _) where disconnecting != nil:
+            // The link we ended is not said to be down in time: connect anyway.
+            return .next(ownLinkDown())
         case (.connect, .connecting(let peripheral, _)) where connectingUnheard:
             return discoverInstead(of: peripheral)
         case (.connect, .connecting(let peripheral, _)), (.connect, .retryWait(let peripheral, _)):
@@ -217,6 +258,7 @@ struct BirdFinder: Sendable {
         switch state {
         case .scanning, .listening: [.stopScanning]
         case .connecting(let p, _), .retryWait(let p, _): [.disconnect(p.path)]
+        case .awaitingDisconnect: []  // our Disconnect is out already
         }
     }
 }

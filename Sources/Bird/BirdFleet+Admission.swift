@@ -30,6 +30,7 @@ extension BirdFleet {
         perBird.scanTimeout = nil
         perBird.maximumReadings = nil
         perBird.duration = nil
+        perBird.awaitsOwnDisconnect = false  // as before: the scheduler's business
         if let scheduler, polled ?? scheduler.polls(address, heldBirds: heldBirds, limit: knownLinks) {
             perBird.pollInterval = scheduler.policy.pollInterval
         }

@@ -121,7 +121,11 @@ struct BirdCentralWatchTests {
         let actions = watch.central.characteristicRemoved(characteristics[.alpha]!)
         #expect(actions.contains(.disconnect(device)))
         #expect(actions.contains(.report(.disconnected(robin))))
-        #expect(actions.suffix(1) == [.startScanning])
+        // Found again, it is connected once this link is down (or after the connect deadline).
+        #expect(actions.suffix(2) == [.startScanning, .armTimer(.connect, .seconds(10))])
+        _ = watch.central.deviceSighted(birdSighting)
+        #expect(watch.central.timerFired(.listen).last == .report(.found(robin, rssi: -50)), "no Connect yet")
+        #expect(watch.central.deviceDisconnected(device).last == .connect(device))
         var read = Machine().reading()
         #expect(read.central.characteristicRemoved(characteristics[.alpha]!).last
             == .finish(.failed(.operationFailed("use alpha", BlueZError(.doesNotExist, message: "the alpha characteristic went away")))))

@@ -6,10 +6,11 @@ import Testing
 private let alpha = characteristics[.alpha]!
 
 /// A held watch of Robin's alpha, probed after `quietAfter` usual gaps of silence.
-private func held(quietAfter: Int? = 2, reconnect: Bool = true) -> Machine {
+private func held(quietAfter: Int? = 2, reconnect: Bool = true, awaitsOwnDisconnect: Bool = true) -> Machine {
     Machine(.watch(reconnect: reconnect), fields: [.alpha]) {
         $0.address = robin.address
         $0.quietAfter = quietAfter
+        $0.awaitsOwnDisconnect = awaitsOwnDisconnect
     }
 }
 
@@ -18,6 +19,18 @@ private func streaming(_ machine: Machine) -> (Machine, [Action]) {
     var m = machine.reading()
     let actions = m.central.readCompleted(.alpha, .success(Array("80".utf8)))
     return (m, actions)
+}
+
+/// Streaming, gone quiet, its probe unanswered: the link ended (our Disconnect out), the bird looked for again.
+private func probedUnanswered(_ machine: Machine = held()) -> Machine {
+    var (m, _) = streaming(machine)
+    _ = m.window(notifications: 2)
+    _ = m.window(notifications: 0)
+    let ended = m.central.timerFired(.probe)
+    #expect(ended.contains(.disconnect(device)) && ended.contains(.startScanning))
+    let waits = ended.contains(.armTimer(.connect, .seconds(10)))
+    #expect(waits == m.central.configuration.awaitsOwnDisconnect, "the wait for the link to go down has a deadline")
+    return m
 }
 
 private extension Machine {
@@ -53,6 +66,43 @@ struct QuietLinkTests {
         #expect(m.central.currentDevice == nil)
         // Its late answer is nobody's.
         #expect(m.central.readCompleted(.alpha, .success(Array("1".utf8))) == [])
+    }
+
+    /// The link the watchdog ended is still going down when the bird is found
+    /// again (bluetoothd holds a Disconnect ~2 s, and answers a Connect
+    /// meanwhile at once, on the dying link: the VM tier's bluetoothd 5.82,
+    /// where StartNotify then failed with NotConnected and the watch exited 7).
+    /// Connect waits until `Connected` turns false.
+    @Test func theBirdFoundAgainIsConnectedOnlyOnceTheEndedLinkIsDown() {
+        var m = probedUnanswered()
+        let heard = m.central.deviceSighted(birdSighting)
+        #expect(heard.contains(.report(.found(robin, rssi: -50))))
+        #expect(!heard.contains(.connect(device)), "not while our Disconnect is out")
+        #expect(m.central.deviceDisconnected(device) == [.armTimer(.connect, .seconds(10)), .connect(device)])
+        #expect(m.central.connectReplied(.success(())) == [.report(.connected(robin))])
+    }
+
+    /// `Connected` never turns false (a Disconnect lost): after the connect
+    /// deadline the bird is connected to anyway.
+    @Test func theWaitForTheEndedLinkHasADeadline() {
+        var m = probedUnanswered()
+        _ = m.central.deviceSighted(birdSighting)
+        #expect(m.central.timerFired(.connect) == [.armTimer(.connect, .seconds(10)), .connect(device)])
+        // A late word of the old link is now the attempt's business, not a second Connect.
+        #expect(m.central.deviceDisconnected(device) == [])
+    }
+
+    /// The link is down before the bird is heard again: connected to at once.
+    @Test func aLinkAlreadyDownDoesNotHoldTheBirdFoundAgain() {
+        var m = probedUnanswered()
+        #expect(m.central.deviceDisconnected(device) == [.cancelTimer(.connect)])
+        #expect(m.central.deviceSighted(birdSighting).suffix(2) == [.armTimer(.connect, .seconds(10)), .connect(device)])
+    }
+
+    /// Without the wait (`watch --all`'s machines: its scheduler counts a link going down), as before.
+    @Test func withoutTheWaitTheBirdIsConnectedAtOnce() {
+        var m = probedUnanswered(held(awaitsOwnDisconnect: false))
+        #expect(m.central.deviceSighted(birdSighting).contains(.connect(device)))
     }
 
     /// The bird is merely quiet: the probe is answered, the link kept, its

@@ -3,7 +3,7 @@ import DBus
 import Glibc
 import Testing
 
-/// `watch --all` and links that die quietly, on the fake BlueZ: the bird
+/// Watches (`--all` and of one bird) and links that die quietly, on the fake BlueZ: the bird
 /// notifies every 200 ms (Chatter), then keeps its link but says nothing
 /// more (Hang).
 @Suite("Links that die quietly")
@@ -19,10 +19,13 @@ struct QuietLinkEndToEndTests {
         }
     }
 
-    private func chattering() async throws -> (FakeBlueZ, BirdctlProcess) {
+    /// `all`: `watch --all`; else `watch` of the bird alone.
+    private func chattering(all: Bool = true) async throws -> (FakeBlueZ, BirdctlProcess) {
         let fake = try FakeBlueZ()
         try await fake.addBird()
-        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--quiet-after", "2", "--connect-timeout", "2")
+        let watch =
+            if all { try fake.launch("watch", "--all", "alpha", "--json", "--quiet-after", "2", "--connect-timeout", "2") }
+            else { try fake.launch("watch", bird, "alpha", "--json", "--quiet-after", "2") }
         _ = try await watch.line(containing: "\"reading\"")
         try await waitForNotifying(fake)
         try await fake.call("Chatter", .string(bird), .string(alphaUUID), .uint32(200))
@@ -49,6 +52,29 @@ struct QuietLinkEndToEndTests {
         _ = try await watch.line(containing: "\"connected\"")
         let again = try parseJSON(try await watch.line(containing: "\"notify\""))
         #expect(again["address"] as? String == bird)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// One bird watched (not `--all`), and bluetoothd holding our Disconnect
+    /// (5.82 held it ~2 s, and answered a Connect sent meanwhile at once, on
+    /// the dying link: StartNotify then failed with NotConnected, exit 7).
+    /// The bird, heard again at once, is connected to once that link is down:
+    /// one `connected`, then it streams, with no link lost between.
+    @Test func oneBirdDeadOnItsLinkIsConnectedAgainOnceTheLinkIsDown() async throws {
+        let (fake, watch) = try await chattering(all: false)
+        try await fake.delayAlways("Disconnect", seconds: 3)
+        try await fake.call("Hang", .string(bird), .bool(false))
+        _ = try await quiet("unanswered", from: watch)
+        _ = try await watch.line(containing: "\"disconnected\"")
+        var after: [String] = []
+        while true {
+            let line = try await watch.line(containing: "\"event\"", within: .seconds(30))
+            after.append(line)
+            if line.contains("\"notify\"") { break }
+        }
+        #expect(after.count { $0.contains("\"connected\"") } == 1, "\(after)")
+        #expect(!after.contains { $0.contains("\"disconnected\"") || $0.contains("\"error\"") }, "\(after)")
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
     }
