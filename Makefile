@@ -27,7 +27,7 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 # How many tests run at once: the test support itself bounds Swift Testing to
-# 32 unless SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is set
+# 16 unless SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is set
 # (Sources/CTestSupport/Parallelism.c), so `swift test` alone runs as this does.
 # libdbus headers for the CDBus module; a dbus-daemon for private test buses;
 # Debian's python3 with dbus-python, GLib and python-dbusmock for the fake BlueZ;

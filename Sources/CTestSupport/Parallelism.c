@@ -6,10 +6,11 @@
 // deadline well under birdctl's default one) missed it under that load. The
 // test support sets Swift Testing's bound as the test process starts, unless
 // the environment already sets one, so that `swift test` alone runs as
-// `make test-unit` does: 32 at a time, peak ~230 descriptors, and faster.
+// `make test-unit` does: 16 at a time (32 until the suite grew past ~500
+// tests and waits of 20–120 s were missed under it), and faster.
 // (The tests' fixtures start synchronously — `try FakeBlueZ()` — so the
 // support cannot make a test wait for a slot without blocking one of the
 // cooperative pool's threads, which would deadlock the run.)
 __attribute__((constructor)) static void test_support_bound_parallelism(void) {
-    setenv("SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH", "32", 0);
+    setenv("SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH", "16", 0);
 }
