@@ -105,10 +105,10 @@ public struct GatewayMachine: Sendable {
     /// Birds online (links up), the adapter's limit when known, and whether
     /// the links sensor was described.
     private var linksUsed = 0
-    private var linkLimit: Int?
     /// Each adapter's limit: with several adapters as one pool the sensor's
     /// limit is their sum (the links in use are every adapter's too).
     private var linkLimits: [String: Int] = [:]
+    private var linkLimit: Int? { linkLimits.isEmpty ? nil : linkLimits.values.reduce(0, +) }
     private var linksDescribed = false
 
     public init(_ configuration: Configuration) {
@@ -186,7 +186,6 @@ public struct GatewayMachine: Sendable {
         case .links(let adapter, _, let limit, _):
             actions.append(.publish(.event(address: nil, report)))
             linkLimits[adapter] = limit
-            linkLimit = linkLimits.values.reduce(0, +)
             actions += linksNow()
         case .gaveUp, .waiting:
             actions.append(.publish(.event(address: nil, report)))
