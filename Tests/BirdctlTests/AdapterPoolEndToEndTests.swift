@@ -44,33 +44,30 @@ struct AdapterPoolEndToEndTests {
     /// hci0 at once (its sighting there is used; it need not be heard anew),
     /// and the move is said.
     @Test func hci1PoweredOffItsBirdComesBackThroughHci0() async throws {
+        try await handOver(adapters: "hci0,hci1") { try await $0.call("SetPowered", .string("hci1"), .bool(false)) }
+    }
+
+    /// hci1 is pulled out (its Adapter1 and devices removed): its bird comes back through hci0.
+    @Test func hci1RemovedItsBirdComesBackThroughHci0() async throws {
+        try await handOver(adapters: "all") { try await $0.call("RemoveAdapter", .string("hci1")) }
+    }
+
+    /// A bird streaming through hci1 (heard louder there), then `losing`
+    /// hci1: an `adapter` event (adapter-gone), the bird connected through
+    /// hci0, and streaming again.
+    private func handOver(adapters: String, losing: (FakeBlueZ) async throws -> Void) async throws {
         let fake = try FakeBlueZ(adapters: 2)
         try await fake.addBird(address: Self.bird, rssi: -80)
         try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
-        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "hci0,hci1")
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", adapters)
         #expect(try await Self.connected(watch)["adapter"] as? String == "hci1")
         _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))
-        try await fake.call("SetPowered", .string("hci1"), .bool(false))
+        try await losing(fake)
         let moved = try parseJSON(try await watch.line(containing: "\"event\":\"adapter\"", within: .seconds(30)))
         #expect(moved["address"] as? String == Self.bird && moved["adapter"] as? String == "hci0", "\(moved)")
         #expect(moved["reason"] as? String == "adapter-gone", "\(moved)")
         #expect(try await Self.connected(watch)["adapter"] as? String == "hci0")
         _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))
-        watch.signal(SIGINT)
-        #expect(try await watch.waitForExit() == 0)
-    }
-
-    /// hci1 is pulled out (its Adapter1 and devices removed): its bird comes back through hci0.
-    @Test func hci1RemovedItsBirdComesBackThroughHci0() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
-        try await fake.addBird(address: Self.bird, rssi: -80)
-        try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
-        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "all")
-        #expect(try await Self.connected(watch)["adapter"] as? String == "hci1")
-        try await fake.call("RemoveAdapter", .string("hci1"))
-        let moved = try parseJSON(try await watch.line(containing: "\"event\":\"adapter\"", within: .seconds(30)))
-        #expect(moved["adapter"] as? String == "hci0" && moved["reason"] as? String == "adapter-gone", "\(moved)")
-        #expect(try await Self.connected(watch)["adapter"] as? String == "hci0")
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
     }
