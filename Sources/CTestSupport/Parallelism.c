@@ -8,7 +8,7 @@
 // the environment already sets one, so that `swift test` alone runs as
 // `make test-unit` does: 16 at a time (32 until the suite grew past ~500
 // tests and waits of 20–120 s were missed under it), and faster.
-// (The tests' fixtures start synchronously — `try FakeBlueZ()` — so the
+// (The tests' fixtures start synchronously — `try await FakeBlueZ()` — so the
 // support cannot make a test wait for a slot without blocking one of the
 // cooperative pool's threads, which would deadlock the run.)
 __attribute__((constructor)) static void test_support_bound_parallelism(void) {

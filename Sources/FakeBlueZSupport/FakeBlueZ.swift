@@ -23,13 +23,15 @@ public final class FakeBlueZ: @unchecked Sendable {
 
     /// Starts a private bus and the fake on it. `adapters`: how many (hci0…);
     /// `powered`: their initial state; `busConfig`: the bus's configuration in fixtures/.
-    public init(adapters: Int = 1, powered: Bool = true, busConfig: String = "test-bus.conf") throws {
-        bus = try PrivateBus(config: busConfig)
+    /// Async, so that the starts (each waits for a child's first line) never
+    /// hold a pool thread (see `offThePool`).
+    public init(adapters: Int = 1, powered: Bool = true, busConfig: String = "test-bus.conf") async throws {
+        bus = try await offThePool { try PrivateBus(config: busConfig) }
         control = try bus.connect()
         parameters = "{\"adapters\": \(adapters), \"powered\": \(powered)}"
         logFile = FileManager.default.temporaryDirectory
             .appendingPathComponent("fake-bluez-\(UUID().uuidString).log")
-        try start()
+        try await start()
     }
 
     deinit {
@@ -44,7 +46,15 @@ public final class FakeBlueZ: @unchecked Sendable {
     public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": bus.address] }
 
     /// Starts the fake (again): a new bluetoothd with a new unique name.
-    public func start() throws {
+    public func start() async throws {
+        let process = try await offThePool { [parameters, logFile, stderrFile, bus] in
+            try Self.launch(parameters: parameters, logFile: logFile, stderrFile: stderrFile, busAddress: bus.address)
+        }
+        self.process = process
+    }
+
+    /// Starts the fake's process and waits for its "ready".
+    private static func launch(parameters: String, logFile: URL, stderrFile: URL, busAddress: String) throws -> ChildProcess {
         // stderr (Python's tracebacks) to a file, not the test process's
         // stderr: if the test process dies, `swift test` reads that pipe to
         // its end, which a fake still running would hold open for ever.
@@ -54,7 +64,7 @@ public final class FakeBlueZ: @unchecked Sendable {
                 "-m", "dbusmock", "--system", "-t", fixturesDirectory.appendingPathComponent("fake_bluez.py").path,
                 "-p", parameters, "-l", logFile.path,
             ],
-            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PYTHONDONTWRITEBYTECODE": "1"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress, "PYTHONDONTWRITEBYTECODE": "1"],
             stdout: .pipe, stderr: .file(stderrFile))
         guard process.stdout.flatMap(readLine(from:)) == "ready" else {
             process.kill()
@@ -63,7 +73,7 @@ public final class FakeBlueZ: @unchecked Sendable {
                 + ((try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
             throw TestSetupError("the fake BlueZ did not start\n\(log)")
         }
-        self.process = process
+        return process
     }
 
     /// Kills the fake, as when bluetoothd dies, and returns once its name has

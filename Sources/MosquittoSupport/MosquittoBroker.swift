@@ -25,11 +25,14 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// `users`: name → password (anonymous clients refused when given).
     /// `requireClientCertificate`: TLS clients must show one the CA signed.
-    public init(users: [String: String] = [:], tls: Bool = false, requireClientCertificate: Bool = false) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
+    /// Async, so that its helpers (openssl, mosquitto_passwd) and the start
+    /// never hold a pool thread (see `offThePool`).
+    public init(users: [String: String] = [:], tls: Bool = false, requireClientCertificate: Bool = false) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
+        self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try Self.freePort()
-        self.tls = tls ? try Self.makeCertificates(in: directory) : nil
+        self.tls = tls ? try await offThePool { try Self.makeCertificates(in: directory) } : nil
         var config = """
             listener \(port) 127.0.0.1
             persistence true
@@ -43,8 +46,10 @@ public final class MosquittoBroker: @unchecked Sendable {
             config += "allow_anonymous true\n"
         } else {
             let passwords = directory.appendingPathComponent("passwords").path
-            for (user, password) in users.sorted(by: { $0.key < $1.key }) {
-                try Self.run("/usr/bin/mosquitto_passwd", ["-b", passwords, user, password], creating: passwords)
+            try await offThePool {
+                for (user, password) in users.sorted(by: { $0.key < $1.key }) {
+                    try Self.run("/usr/bin/mosquitto_passwd", ["-b", passwords, user, password], creating: passwords)
+                }
             }
             config += "allow_anonymous false\npassword_file \(passwords)\n"
         }
@@ -53,7 +58,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             if requireClientCertificate { config += "require_certificate true\n" }
         }
         try config.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
-        try start()
+        try await start()
     }
 
     deinit {
@@ -68,14 +73,21 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// Starts the broker (again, on the same port, with what it persisted)
     /// and returns once it accepts connections.
-    public func start() throws {
+    public func start() async throws {
+        let configuration = directory.appendingPathComponent("mosquitto.conf").path
+        process = try await offThePool { [directory] in
+            try Self.launch(configuration: configuration, log: directory.appendingPathComponent("mosquitto.log"))
+        }
+    }
+
+    /// Starts mosquitto and waits until it says it is running.
+    private static func launch(configuration: String, log: URL) throws -> ChildProcess {
         // stdbuf: its log lines on stdout as they are written (a pipe is block-buffered).
         let process = try ChildProcess(
             "/usr/bin/stdbuf",
-            ["-oL", "/usr/sbin/mosquitto", "-c", directory.appendingPathComponent("mosquitto.conf").path],
+            ["-oL", "/usr/sbin/mosquitto", "-c", configuration],
             stdout: .pipe)
-        self.process = process
-        guard let handle = process.stdout else { return }
+        guard let handle = process.stdout else { return process }
         // It says "… running" once its listeners are open (mosquitto logs it
         // after listeners__start), so no connect check is needed; read on a
         // thread of its own, so that a broker that says nothing fails after 10 s.
@@ -95,16 +107,18 @@ public final class MosquittoBroker: @unchecked Sendable {
             try? handle.close()
         }
         guard answered.wait(timeout: .now() + 10) == .success, running.value else {
-            throw TestSetupError("mosquitto did not start:\n\(log)")
+            process.kill()
+            throw TestSetupError("mosquitto did not start:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
+        return process
     }
 
     /// A clean shutdown (SIGTERM: it saves its persistence file), waited for.
-    public func stop() {
+    public func stop() async {
         guard let process else { return }
-        process.signal(SIGTERM)
-        if process.wait(within: .seconds(10)) == nil { process.kill() }
         self.process = nil
+        process.signal(SIGTERM)
+        _ = try? await offThePool { if process.wait(within: .seconds(10)) == nil { process.kill() } }
     }
 
     /// SIGSTOP: a hung broker that still holds its connections.
@@ -135,7 +149,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         if let sessionID { arguments += ["-c", "-i", sessionID] }
         arguments += extra
         // A retained marker arrives as soon as the SUBSCRIBE is in place.
-        try publish(marker, "ready", retain: true, extra: extra)
+        try await publish(marker, "ready", retain: true, extra: extra)
         let subscriber = try BirdctlProcess(
             arguments, environment: environment, executable: URL(fileURLWithPath: "/usr/bin/mosquitto_sub"))
         guard let line = try await subscriber.nextLine(within: .seconds(10)), line.hasPrefix(marker) else {
@@ -145,18 +159,16 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// One message through `mosquitto_pub`.
-    public func publish(_ topic: String, _ payload: String, retain: Bool = false, extra: [String] = []) throws {
+    public func publish(_ topic: String, _ payload: String, retain: Bool = false, extra: [String] = []) async throws {
         var arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload]
         if retain { arguments.append("-r") }
-        try Self.run("/usr/bin/mosquitto_pub", arguments + extra)
+        try await offThePool { [arguments] in try Self.run("/usr/bin/mosquitto_pub", arguments + extra) }
     }
 
     /// The retained messages under `topic` (a filter), as topic → payload.
-    public func retained(_ topic: String, extra: [String] = []) throws -> [String: String] {
-        let output = try Self.run(
-            "/usr/bin/mosquitto_sub",
-            ["-h", "127.0.0.1", "-p", String(port), "-t", topic, "-v", "--retained-only", "-W", "1"] + extra,
-            allowFailure: true)
+    public func retained(_ topic: String, extra: [String] = []) async throws -> [String: String] {
+        let arguments = ["-h", "127.0.0.1", "-p", String(port), "-t", topic, "-v", "--retained-only", "-W", "1"] + extra
+        let output = try await offThePool { try Self.run("/usr/bin/mosquitto_sub", arguments, allowFailure: true) }
         var messages: [String: String] = [:]
         for line in output.split(separator: "\n") {
             guard let space = line.firstIndex(of: " ") else { continue }

@@ -27,9 +27,14 @@ public final class BirdctlProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var pending = Data()
     private var stderrData = Data()
-    private let lines: AsyncStream<String>
-    private let linesContinuation: AsyncStream<String>.Continuation
-    private var iterator: AsyncStream<String>.Iterator
+    /// stdout's lines not yet taken (from `taken` on), whether stdout has
+    /// ended, and the one `nextLine` waiting for a line, if any.
+    private var queued: [String] = []
+    private var taken = 0
+    private var ended = false
+    private var waiting: (id: Int, continuation: CheckedContinuation<LineOutcome, Never>)?
+    private var waits = 0
+    private enum LineOutcome { case line(String), end, timedOut }
 
     private var closeAfterLines: Int?
     private var stdoutDone = false
@@ -46,8 +51,6 @@ public final class BirdctlProcess: @unchecked Sendable {
         _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil,
         asUser user: (name: String, group: String)? = nil, executable: URL = BirdctlProcess.executable
     ) throws {
-        (lines, linesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
-        iterator = lines.makeAsyncIterator()
         self.closeAfterLines = closeAfterLines
         var environment = environment
         environment["NO_COLOR"] = "1"
@@ -115,21 +118,45 @@ public final class BirdctlProcess: @unchecked Sendable {
     private func received(_ data: Data) -> Int {
         guard !data.isEmpty else {
             lock.withLock {
-                if !pending.isEmpty { linesContinuation.yield(String(decoding: pending, as: UTF8.self)) }
+                if !pending.isEmpty { queued.append(String(decoding: pending, as: UTF8.self)) }
                 pending.removeAll()
+                ended = true
+                handOver()
             }
-            linesContinuation.finish()
             return 0
         }
         return lock.withLock {
             var count = 0
             pending.append(data)
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                linesContinuation.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                queued.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
                 pending.removeSubrange(pending.startIndex...newline)
                 count += 1
             }
+            handOver()
             return count
+        }
+    }
+
+    /// The oldest line not yet taken (under the lock).
+    private func takeLine() -> String? {
+        guard taken < queued.count else { return nil }
+        defer {
+            taken += 1
+            if taken == queued.count { queued.removeAll(keepingCapacity: true); taken = 0 }
+        }
+        return queued[taken]
+    }
+
+    /// Gives the waiting `nextLine` a line, or the end (under the lock).
+    private func handOver() {
+        guard let waiter = waiting else { return }
+        if let line = takeLine() {
+            waiting = nil
+            waiter.continuation.resume(returning: .line(line))
+        } else if ended {
+            waiting = nil
+            waiter.continuation.resume(returning: .end)
         }
     }
 
@@ -157,20 +184,35 @@ public final class BirdctlProcess: @unchecked Sendable {
     }
 
     /// The next stdout line; nil at end of output. Throws after `timeout`.
+    /// A line that came before the deadline is returned even if the test
+    /// process only gets to run after it (the deadline is the line's, not the
+    /// test thread's: a stalled test process must not turn lines into timeouts).
     public func nextLine(within timeout: Duration = .seconds(10)) async throws -> String? {
-        let watchdog = Task { [self] in
-            try await Task.sleep(for: timeout)
-            lock.withLock { timedOut = true }
-            linesContinuation.finish()
+        var timer: Task<Void, Never>?
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LineOutcome, Never>) in
+            let id: Int? = lock.withLock {
+                waits += 1
+                waiting = (waits, continuation)
+                handOver()
+                return waiting == nil ? nil : waits
+            }
+            guard let id else { return }
+            timer = Task { [self] in
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                lock.withLock {
+                    guard let waiter = waiting, waiter.id == id else { return }
+                    waiting = nil
+                    waiter.continuation.resume(returning: .timedOut)
+                }
+            }
         }
-        defer { watchdog.cancel() }
-        if let line = await iterator.next() { return line }
-        if lock.withLock({ timedOut }) {
-            throw TestSetupError("no line from birdctl within \(timeout); stderr:\n\(stderr)")
+        timer?.cancel()
+        switch outcome {
+        case .line(let line): return line
+        case .end: return nil
+        case .timedOut: throw TestSetupError("no line from birdctl within \(timeout); stderr:\n\(stderr)")
         }
-        return nil
     }
-    private var timedOut = false
 
     /// Writes a line to birdctl's stdin.
     public func send(_ line: String) {
@@ -183,18 +225,20 @@ public final class BirdctlProcess: @unchecked Sendable {
     }
 
     /// Waits for the exit; kills birdctl and throws if it takes longer than `timeout`.
+    /// An exit the reaper saw before the deadline counts, however late the
+    /// test process gets to run.
     public func waitForExit(within timeout: Duration = .seconds(30)) async throws -> Int32 {
-        let watchdog = Task { [self] in
-            try await Task.sleep(for: timeout)
-            lock.withLock { timedOut = true }
+        let watchdog = Task { [process] () -> Bool in
+            guard (try? await Task.sleep(for: timeout)) != nil, process.status == nil else { return false }
             process.kill()
+            return true
         }
-        defer { watchdog.cancel() }
         let status = await process.exited()
-        if lock.withLock({ timedOut }) {
+        watchdog.cancel()
+        if await watchdog.value {
             throw TestSetupError("birdctl did not exit within \(timeout); stderr:\n\(stderr)")
         }
-        drain()
+        _ = try? await offThePool { [self] in drain() }
         try? process.stdin?.close()
         return status
     }
@@ -203,7 +247,7 @@ public final class BirdctlProcess: @unchecked Sendable {
     public func finish(within timeout: Duration = .seconds(30)) async throws -> Finished {
         let status = try await waitForExit(within: timeout)
         var rest: [String] = []
-        while let line = await iterator.next() { rest.append(line) }
+        while let line = lock.withLock({ takeLine() }) { rest.append(line) }
         return Finished(status: status, stdout: rest, stderr: stderr)
     }
 }

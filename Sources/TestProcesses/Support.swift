@@ -31,3 +31,15 @@ extension Duration {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
+
+/// Runs blocking work (starting a child and reading its first line, waiting
+/// for a child's end) on a thread of its own. Swift Concurrency has as many
+/// pool threads as cores, two here: tests that block them stall every other
+/// test's awaits, and their deadlines pass while nothing ran (seen under
+/// ThreadSanitizer, where each start is slow).
+@discardableResult
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}

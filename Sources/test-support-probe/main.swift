@@ -5,7 +5,7 @@
 import BlueZTestSupport
 import Foundation
 
-let fake = try FakeBlueZ()
+let fake = try await FakeBlueZ()
 try await fake.addBird()
 let birdctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("birdctl")
 let watch = try BirdctlProcess(["watch", "F0:0D:B1:7D:00:01", "alpha"], environment: fake.environment, executable: birdctl)

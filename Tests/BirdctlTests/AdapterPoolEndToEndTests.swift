@@ -15,7 +15,7 @@ struct AdapterPoolEndToEndTests {
     }
 
     @Test func aBirdHeardLouderOnHci1ConnectsThroughHci1() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.addBird(address: Self.bird, rssi: -80)
         try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
         let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "all")
@@ -29,7 +29,7 @@ struct AdapterPoolEndToEndTests {
     }
 
     @Test func aBirdBondedOnHci0StaysThereWhileLouderOnHci1() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.addBird(address: Self.bird, rssi: -85, cached: true)
         try await fake.call("BondOn", .string("hci0"), .string(Self.bird))
         try await fake.addBird(on: "hci1", address: Self.bird, rssi: -40)
@@ -56,7 +56,7 @@ struct AdapterPoolEndToEndTests {
     /// hci1: an `adapter` event (adapter-gone), the bird connected through
     /// hci0, and streaming again.
     private func handOver(adapters: String, losing: (FakeBlueZ) async throws -> Void) async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.addBird(address: Self.bird, rssi: -80)
         try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
         let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", adapters)
@@ -74,7 +74,7 @@ struct AdapterPoolEndToEndTests {
 
     /// `--adapter all` takes in an adapter added later: a bird only it hears is connected through it.
     @Test func anAdapterAddedLaterJoinsThePool() async throws {
-        let fake = try FakeBlueZ(adapters: 1)
+        let fake = try await FakeBlueZ(adapters: 1)
         try await fake.addBird(address: Self.bird, rssi: -60)
         let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "all")
         #expect(try await Self.connected(watch)["adapter"] as? String == "hci0")
@@ -89,7 +89,7 @@ struct AdapterPoolEndToEndTests {
     /// Every adapter of the pool powered off at start: exit 4, as with one;
     /// with --power-on each is powered on and used.
     @Test func aPoolPoweredOffIsPoweredOnWhenAsked() async throws {
-        let fake = try FakeBlueZ(adapters: 2, powered: false)
+        let fake = try await FakeBlueZ(adapters: 2, powered: false)
         try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
         let off = try await fake.birdctl("watch", "--all", "--json", "--adapter", "hci0,hci1")
         #expect(off.status == 4, "\(off.stderr)")
@@ -101,14 +101,14 @@ struct AdapterPoolEndToEndTests {
 
     /// bluetoothd restarts: the pool starts over, and the bird comes back through the adapter that hears it louder.
     @Test func afterABluetoothdRestartTheBirdComesBackThroughTheLouder() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.addBird(address: Self.bird, rssi: -80)
         try await fake.addBird(on: "hci1", address: Self.bird, rssi: -45)
         let watch = try fake.launch("watch", "--all", "alpha", "--json", "--adapter", "hci0,hci1")
         #expect(try await Self.connected(watch)["adapter"] as? String == "hci1")
         try await fake.stop()
         _ = try await watch.line(containing: "\"waiting\"")
-        try fake.start()
+        try await fake.start()
         try await fake.addBird(address: Self.bird, rssi: -45)
         try await fake.addBird(on: "hci1", address: Self.bird, rssi: -80)
         let again = try await Self.connected(watch)
@@ -119,7 +119,7 @@ struct AdapterPoolEndToEndTests {
 
     /// `scan` listens on every adapter of the pool: a bird heard only by hci1 is found too.
     @Test func scanListensOnEveryAdapterOfThePool() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.addBird(address: Self.bird, name: "Robin", rssi: -60)
         try await fake.addBird(on: "hci1", address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -60)
         let result = try await fake.birdctl("scan", "--timeout", "1", "--json", "--adapter", "hci0,hci1")
@@ -133,7 +133,7 @@ struct AdapterPoolEndToEndTests {
 
     /// Several adapters only where a pool makes sense.
     @Test func aListOfAdaptersIsAUsageErrorWhereOneBirdIsMeant() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         for arguments in [["watch", Self.bird, "--adapter", "hci0,hci1"], ["read", "--adapter", "all"],
                           ["watch", "--all", "--adapter", "hci0,wlan0"], ["watch", "--all", "--adapter", "hci0,hci0"]] {
             let result = try await BirdctlProcess.run(arguments, environment: fake.environment)

@@ -7,7 +7,7 @@ import Testing
 @Suite("birdctl scan")
 struct ScanTests {
     @Test func listsTheBirdAndIgnoresOthersAndCachedOnes() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(rssi: -48)
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Away", cached: true, visible: false)
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
@@ -21,7 +21,7 @@ struct ScanTests {
     }
 
     @Test func jsonParsesLineByLine() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(rssi: -48)
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -70)
         let result = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
@@ -38,7 +38,7 @@ struct ScanTests {
     }
 
     @Test func aBirdWithoutANameIsShownWithoutOneNotWithBlueZsMadeUpAlias() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(name: "", birdName: "Gatty")  // BlueZ's Alias: F0-0D-B1-7D-00-01
         let result = try await fake.birdctl("scan", "--timeout", "0.5", "--json")
         let found = try #require(try result.stdout.map(parseJSON).first { $0["event"] as? String == "found" })
@@ -50,7 +50,7 @@ struct ScanTests {
     /// with it): a cached bird heard again is found with its name, after one
     /// GetAll of it; a cached device heard again without the Bird Service is not.
     @Test func aScanLoadsNoCacheAndFindsACachedBirdHeardAgainWithItsName() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.call("AddCachedDevices", .uint32(2_000))
         try await fake.addBird(rssi: -48, cached: true)
         let thermometer = try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer", cached: true)
@@ -71,7 +71,7 @@ struct ScanTests {
     /// Another client's discovery heard the bird before the scan started:
     /// BlueZ does not announce it again, so the scan asks BlueZ for what it heard.
     @Test func aScanFindsABirdWhileAnotherClientIsDiscovering() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let other = try ClientUnderTest(fake)
         try await other.ready()
@@ -85,7 +85,7 @@ struct ScanTests {
     /// `--forget-after`: a bird unheard that long is forgotten (it leaves the
     /// list), and when it is heard again it is reported again as found.
     @Test func aBirdUnheardForForgetAfterIsForgottenAndFoundAgain() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(rssi: -48)
         let scan = try fake.launch("scan", "--timeout", "0", "--json", "--forget-after", "0.2")
         _ = try await scan.line(containing: "\"found\"")
@@ -108,7 +108,7 @@ struct ScanTests {
     }
 
     @Test func nothingFoundExitsSix() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
         let result = try await fake.birdctl("scan", "--timeout", "0.3")
         #expect(result.status == 6)
@@ -119,7 +119,7 @@ struct ScanTests {
 @Suite("birdctl read")
 struct ReadTests {
     @Test func printsTheThreeDecodedValues() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let result = try await fake.birdctl("read")
         #expect(result.status == 0, "\(result.stderr)")
@@ -131,7 +131,7 @@ struct ReadTests {
     /// By address, birdctl loads the adapters and that bird, not every
     /// device BlueZ remembers (GetManagedObjects grows with the cache).
     @Test func aReadByAddressLoadsThatBirdNotBlueZsWholeCache() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.call("AddCachedDevices", .uint32(2_000))
         try await fake.addBird(cached: true)
         let result = try await fake.birdctl("read", bird.lowercased())
@@ -144,7 +144,7 @@ struct ReadTests {
     }
 
     @Test func aSingleFieldPrintsBare() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(color: "ff8800")
         #expect(try await fake.birdctl("read", "color").stdout == ["#FF8800"])
         #expect(try await fake.birdctl("read", bird, "name").stdout == ["Robin"])
@@ -152,7 +152,7 @@ struct ReadTests {
     }
 
     @Test func jsonObject() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let result = try await fake.birdctl("read", "--json")
         #expect(result.status == 0)
@@ -165,7 +165,7 @@ struct ReadTests {
     }
 
     @Test func aBadValueExitsEightAndShowsTheRawBytes() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(alpha: "101")
         let result = try await fake.birdctl("read")
         #expect(result.status == 8)
@@ -183,7 +183,7 @@ struct ReadTests {
     @Test func findsABirdWhileAnotherClientIsDiscovering() async throws {
         // BlueZ does not announce a device again for a second discovery
         // client; birdctl takes the devices BlueZ heard recently (with an RSSI).
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let other = try ClientUnderTest(fake)
         try await other.ready()
@@ -195,7 +195,7 @@ struct ReadTests {
     }
 
     @Test func aCachedBirdAskedForByAddressIsConnectedWithoutDiscovery() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let result = try await fake.birdctl("read", bird, "name")
         #expect(result.status == 0, "\(result.stderr)")
@@ -206,7 +206,7 @@ struct ReadTests {
     }
 
     @Test func aCachedBirdOutOfRangeIsLookedForAndNotFound() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true, visible: false)
         let result = try await fake.birdctl("read", bird, "name", "--timeout", "1")
         #expect(result.status == 6, "\(result.stderr)")
@@ -217,14 +217,14 @@ struct ReadTests {
     }
 
     @Test func theAddressSelectsTheBird() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren")
         #expect(try await fake.birdctl("read", "f0:0d:b1:7d:00:02", "name").stdout == ["Wren"])
     }
 
     @Test func withoutAnAddressTheNearestBirdHeardIsReadNotTheFirst() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(name: "Far", rssi: -80)  // announced first
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Near", rssi: -45)
         let result = try await fake.birdctl("read", "name", "--verbose")

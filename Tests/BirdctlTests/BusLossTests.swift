@@ -16,7 +16,7 @@ struct BusLossTests {
 
     @Test(arguments: [["watch"], ["watch", "--all"]])
     func watchEnds(_ command: [String]) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try BirdctlProcess(command + ["alpha", "--json"], environment: fake.environment)
         _ = try await watch.line(containing: "\"reading\"")
@@ -29,7 +29,7 @@ struct BusLossTests {
     }
 
     @Test func scanUntilCtrlCEnds() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let scan = try fake.launch("scan", "--timeout", "0", "--json")
         _ = try await scan.line(containing: "\"found\"")
@@ -39,7 +39,7 @@ struct BusLossTests {
     }
 
     @Test func serveEnds() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try fake.launch("serve", "--json")
         _ = try await serve.line(containing: "\"advertising\"")
         fake.bus.stop()
@@ -50,7 +50,7 @@ struct BusLossTests {
     /// A read waiting for a reply that will never come: the call fails
     /// because the bus went, and the bus's loss is what is said, once.
     @Test func aReadWaitingForItsReplyEnds() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayAlways("ReadValue", seconds: -1)
         let read = try fake.launch("read", bird, "alpha")
@@ -65,9 +65,9 @@ struct BusLossTests {
     /// before the bus went still reaches the broker, in order, and the
     /// gateway's clean goodbye (each bird offline) goes out before exit 12.
     @Test func theGatewayHandsTheBrokerWhatItReceivedAndEnds() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let subscriber = try await broker.subscribe(["gw/#"])
         let watch = try fake.launch("watch", "alpha", "--json", "--mqtt", broker.url(prefix: "gw"), "--no-discovery")
         _ = try await watch.line(containing: "\"reading\"")
@@ -91,7 +91,7 @@ struct BusLossTests {
         let published = seen.filter { $0.topic == "gw/\(bird)/alpha" }.compactMap { Double($0.payload) }
             .drop(while: { $0 != printed.first })
         #expect(Array(published) == printed, "printed \(printed.count), the broker got \(published.count)")
-        #expect(try broker.retained("gw/status")["gw/status"] == "offline")
+        #expect(try await broker.retained("gw/status")["gw/status"] == "offline")
     }
 }
 

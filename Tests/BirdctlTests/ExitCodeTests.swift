@@ -6,7 +6,7 @@ import Testing
 @Suite("birdctl exit codes")
 struct ExitCodeTests {
     @Test func usageErrorsExitTwo() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         for arguments in [["frobnicate"], ["read", "--bogus"], ["read", "beak"], ["watch", "--count", "0"],
                           ["scan", "--timeout", "soon"], ["read", "--adapter", "wlan0"], ["watch", "--all", bird]] {
             let result = try await BirdctlProcess.run(arguments, environment: fake.environment)
@@ -18,7 +18,7 @@ struct ExitCodeTests {
     }
 
     @Test func noBluetoothdExitsThree() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.stop()
         let result = try await fake.birdctl("read")
         #expect(result.status == 3)
@@ -33,7 +33,7 @@ struct ExitCodeTests {
     }
 
     @Test func noAdapterExitsThree() async throws {
-        let fake = try FakeBlueZ(adapters: 0)
+        let fake = try await FakeBlueZ(adapters: 0)
         let result = try await fake.birdctl("watch")
         #expect(result.status == 3)
         #expect(result.stderr.contains("no Bluetooth adapter"))
@@ -43,7 +43,7 @@ struct ExitCodeTests {
     }
 
     @Test func poweredOffExitsFourUnlessPoweredOn() async throws {
-        let fake = try FakeBlueZ(powered: false)
+        let fake = try await FakeBlueZ(powered: false)
         try await fake.addBird()
         let off = try await fake.birdctl("read", "name")
         #expect(off.status == 4)
@@ -54,7 +54,7 @@ struct ExitCodeTests {
     }
 
     @Test func accessDeniedExitsFive() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.failNext("SetDiscoveryFilter", "org.freedesktop.DBus.Error.AccessDenied", "Rejected send message")
         let result = try await fake.birdctl("read")
@@ -67,7 +67,7 @@ struct ExitCodeTests {
     /// birdctl run as nobody.
     @Test(.enabled(if: geteuid() == 0, "switching to another user needs root"))
     func aUserTheBusPolicyRefusesExitsFive() async throws {
-        let fake = try FakeBlueZ(busConfig: "bluetooth-policy-bus.conf")
+        let fake = try await FakeBlueZ(busConfig: "bluetooth-policy-bus.conf")
         try await fake.addBird()
         for command in [["scan", "--timeout", "1"], ["read"], ["serve"]] {
             let result = try await BirdctlProcess.run(command, environment: fake.environment, asUser: ("nobody", "nogroup"))
@@ -79,7 +79,7 @@ struct ExitCodeTests {
     }
 
     @Test func nothingFoundBeforeTheTimeoutExitsSix() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer")
         let result = try await fake.birdctl("read", "--timeout", "0.5")
         #expect(result.status == 6)
@@ -89,7 +89,7 @@ struct ExitCodeTests {
     @Test func connectWaitsForTheStopDiscoveryItFollows() async throws {
         // Scan off, then connect: a StopDiscovery never answered holds the
         // Connect back until the connect deadline.
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: false)
         try await fake.delayNext("StopDiscovery", seconds: -1)
         let result = try await fake.birdctl("read", "--connect-timeout", "1")
@@ -105,7 +105,7 @@ struct ExitCodeTests {
     func aConnectDeadlineWhileTheAdapterHoldsOtherLinksSaysSo(_ address: [String]) async throws {
         // A controller at its connection limit: Linux tells BlueZ nothing, the
         // Connect never ends; birdctl says how many links the adapter holds.
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren", rssi: -40)  // the nearest
         let holder = try fake.launch("watch", bird, "alpha", "--json")
@@ -124,7 +124,7 @@ struct ExitCodeTests {
     /// hangs, birdctl looks for the bird and connects again. The first
     /// Connect's late failure is nobody's: it must not end the second.
     @Test func aConnectGivenUpOnIsNotTakenForTheNextOne() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         try await fake.delayNext("Connect", seconds: -1)
         let result = try await fake.birdctl("read", bird, "alpha", "--connect-timeout", "2")
@@ -134,7 +134,7 @@ struct ExitCodeTests {
     }
 
     @Test func aConnectDeadlineExitsSevenWithinTheDeadline() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("Connect", seconds: -1)
         let result = try await fake.birdctl("read", "--connect-timeout", "1")
@@ -148,7 +148,7 @@ struct ExitCodeTests {
     /// comes up and goes while Connect is pending (Connected true, then
     /// false), and no link comes of it before the deadline.
     @Test func aLinkThatCameAndWentBeforeTheDeadlineExitsSevenAsALostConnection() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayAlways("Connect", seconds: -1)
         // A deadline the signals below come well within, also on a loaded machine.
@@ -170,7 +170,7 @@ struct ExitCodeTests {
     }
 
     @Test func aFailedConnectExitsSevenAfterBoundedRetries() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         for _ in 0..<1 { try await fake.failNext("Connect", "org.bluez.Error.Failed", "le-connection-abort-by-local") }
         let retried = try await fake.birdctl("read", "name")
@@ -184,7 +184,7 @@ struct ExitCodeTests {
     }
 
     @Test func aLinkLostWithoutReconnectExitsSeven() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "--no-reconnect")
         _ = try await watch.line(containing: "alpha")
@@ -194,7 +194,7 @@ struct ExitCodeTests {
     }
 
     @Test func interruptingAReadExits130() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let read = try fake.launch("read", "--timeout", "0")
         try await Task.sleep(for: .milliseconds(300))
         read.signal(SIGINT)

@@ -19,7 +19,7 @@ struct FaultMatrixTests {
     // MARK: bluetoothd
 
     @Test func bluetoothdAbsentAtStartExitsThreeForWatchToo() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.stop()
         let watch = try await fake.birdctl("watch")
         #expect(watch.status == 3)
@@ -27,7 +27,7 @@ struct FaultMatrixTests {
     }
 
     @Test func bluetoothdDyingMidReadExitsThree() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("ReadValue", seconds: -1)
         let read = try fake.launch("read")
@@ -42,7 +42,7 @@ struct FaultMatrixTests {
     /// The link drops before the adapter goes (as in bluetoothd), so a read
     /// ends as a lost connection.
     @Test func adapterRemovedMidReadExitsSeven() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("ReadValue", seconds: -1)
         let read = try fake.launch("read")
@@ -53,7 +53,7 @@ struct FaultMatrixTests {
     }
 
     @Test func adapterRemovedAndReturningWatchWaitsAndResumes() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json")
         _ = try await watch.line(containing: "\"reading\"")
@@ -68,7 +68,7 @@ struct FaultMatrixTests {
     }
 
     @Test func adapterPoweredOffMidReadExitsSeven() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("ReadValue", seconds: -1)
         let read = try fake.launch("read")
@@ -82,7 +82,7 @@ struct FaultMatrixTests {
 
     @Test(arguments: [["read"], ["watch"]])
     func deviceRemovedWhileConnectingExitsSeven(_ command: [String]) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("Connect", seconds: -1)
         // A deadline far off, so that on a loaded machine it cannot come before the removal.
@@ -124,7 +124,7 @@ struct FaultMatrixTests {
 
     @Test(arguments: ["SetDiscoveryFilter", "StartDiscovery", "Connect", "ReadValue"])
     func everyErrorFromEveryCallOfARead(_ method: String) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         for (index, error) in Self.errors.enumerated() {
             let message = "injected failure \(index)"
@@ -139,7 +139,7 @@ struct FaultMatrixTests {
     }
 
     @Test func everyErrorFromStartNotifyIsReportedAndTheOtherFieldsStream() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         for (index, error) in Self.errors.enumerated() {
             try await fake.failNext("StartNotify", error, "injected failure \(index)")
@@ -157,7 +157,7 @@ struct FaultMatrixTests {
     }
 
     @Test func aReplyThatNeverComesTimesOut() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.delayNext("ReadValue", seconds: -1)
         let result = try await BirdctlProcess.run(
@@ -170,7 +170,7 @@ struct FaultMatrixTests {
     // MARK: The peripheral
 
     @Test func aCharacteristicDisappearingWhileSubscribedIsReportedAndFoundAgain() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json")
         _ = try await watch.line(containing: "\"reading\"")
@@ -188,7 +188,7 @@ struct FaultMatrixTests {
     }
 
     @Test func largestAndEmptyValues() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let longest = String(repeating: "R", count: 512)
         try await fake.addBird(birdName: longest, alpha: "")
         let read = try await fake.birdctl("read")
@@ -212,7 +212,7 @@ struct FaultMatrixTests {
     // MARK: The terminal
 
     @Test func aSlowStdoutLosesNothing() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("slow-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: output) }

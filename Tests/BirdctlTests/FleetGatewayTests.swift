@@ -33,7 +33,7 @@ struct FleetGatewayTests {
     static func startRooms(_ levels: KeyValuePairs<String, Int16>, on broker: MosquittoBroker) async throws -> [Room] {
         var rooms: [Room] = []
         for (name, rssi) in levels {
-            let fake = try FakeBlueZ()
+            let fake = try await FakeBlueZ()
             try await fake.addBird(rssi: rssi)
             let gateway = try fake.launch(
                 "watch", "--all", "alpha", "--json", "--mqtt", broker.url(prefix: "house/\(name)"), "--fleet", "--fleet-dwell", "3")
@@ -47,26 +47,26 @@ struct FleetGatewayTests {
     static func heldByTheKitchen(_ rooms: [Room], _ levels: [Int], on broker: MosquittoBroker) async throws {
         let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
             try await air(rooms, levels.map { Int.random(in: $0 - 2 ... $0 + 2) })
-            return try holder(broker) == "kitchen"
+            return try await holder(broker) == "kitchen"
         }
         #expect(claimed, "\(rooms.map(\.gateway.stderr))")
         _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
     }
 
-    static func holder(_ broker: MosquittoBroker) throws -> String? {
-        try broker.retained("house/fleet/\(bird)/holder")["house/fleet/\(bird)/holder"]
+    static func holder(_ broker: MosquittoBroker) async throws -> String? {
+        try await broker.retained("house/fleet/\(bird)/holder")["house/fleet/\(bird)/holder"]
     }
 
     /// A bird that stops advertising while held: nobody hears it, so its
     /// holder keeps it while the link lasts; when the link goes and the holder
     /// no longer hears it, the room that does takes it.
     @Test func aBirdSilentWhileHeldStaysWithItsHolderUntilTheLinkGoes() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let rooms = try await Self.startRooms(["kitchen": -45, "garden": -85], on: broker)
         try await Self.heldByTheKitchen(rooms, [-45, -85], on: broker)
         // Held, it is silent: nobody hears it move to the garden. 6 s, two dwell times.
         try await Task.sleep(for: .seconds(6))
-        #expect(try Self.holder(broker) == "kitchen")
+        #expect(try await Self.holder(broker) == "kitchen")
         let stillLinked = try await rooms[0].connected()
         #expect(stillLinked)
         // Out of the kitchen's range: the link drops and the kitchen hears it no more.
@@ -74,7 +74,7 @@ struct FleetGatewayTests {
         try await rooms[0].fake.call("DropLink", .string(bird))
         let moved = try await poll(within: .seconds(30), every: .milliseconds(200)) {
             try await rooms[1].fake.call("SetRSSI", .string(bird), .int16(Int16.random(in: -52 ... -48)))
-            return try Self.holder(broker) == "garden"
+            return try await Self.holder(broker) == "garden"
         }
         #expect(moved, "\(rooms[0].gateway.stderr)")
         _ = try await rooms[1].gateway.line(containing: "\"reading\"", within: .seconds(20))
@@ -85,20 +85,20 @@ struct FleetGatewayTests {
     /// A broker restart: no will is published (the gateways did not die), the
     /// holder sends its claim again as it reconnects, and nobody else claims.
     @Test func aBrokerRestartKeepsTheHolder() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let rooms = try await Self.startRooms(["kitchen": -45, "garden": -60], on: broker)
         let holders = try await broker.subscribe(["house/fleet/+/holder"], sessionID: "fleet-holders")
         try await Self.heldByTheKitchen(rooms, [-45, -60], on: broker)
-        broker.stop()
+        await broker.stop()
         try await Task.sleep(for: .seconds(2))
-        try broker.start()
+        try await broker.start()
         for gateway in rooms.map(\.gateway) { #expect(await gateway.stderr(contains: "connected to the MQTT broker", within: .seconds(20))) }
         // Three dwell times of the air as it was: the kitchen keeps the bird.
         for _ in 0..<45 {
             try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
             try await Task.sleep(for: .milliseconds(200))
         }
-        #expect(try Self.holder(broker) == "kitchen")
+        #expect(try await Self.holder(broker) == "kitchen")
         let linked = try await [rooms[0].connected(), rooms[1].connected()]
         #expect(linked == [true, false])
         for room in rooms { room.gateway.signal(SIGTERM) }
@@ -111,7 +111,7 @@ struct FleetGatewayTests {
         // Retiring the kitchen clears its heard reports and its claim, not the garden's report.
         let retired = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "house/kitchen")], environment: [:])
         #expect(retired.status == 0, "\(retired.stderr)")
-        let left = try broker.retained("house/fleet/#")
+        let left = try await broker.retained("house/fleet/#")
         #expect(left["house/fleet/\(bird)/heard/kitchen"] == nil && left["house/fleet/\(bird)/holder"] == nil, "\(left)")
         #expect(left["house/fleet/\(bird)/heard/garden"] != nil, "\(left)")
     }
@@ -122,13 +122,13 @@ struct FleetGatewayTests {
     /// garden takes the bird. Back (SIGCONT), the kitchen finds the garden's
     /// claim and lets its link go: two holders only while it was cut off.
     @Test func aHolderCutOffLosesItsBirdAndLetsItGoWhenItIsBack() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let rooms = try await Self.startRooms(["kitchen": -45, "garden": -60], on: broker)
         try await Self.heldByTheKitchen(rooms, [-45, -60], on: broker)
         rooms[0].gateway.signal(SIGSTOP)
         let takenOver = try await poll(within: .seconds(120), every: .milliseconds(500)) {
             try await Self.air(rooms, [Int.random(in: -47 ... -43), Int.random(in: -62 ... -58)])
-            return try Self.holder(broker) == "garden"
+            return try await Self.holder(broker) == "garden"
         }
         #expect(takenOver)
         let gardenLinked = try await poll(within: .seconds(20)) { try await rooms[1].connected() }
@@ -136,13 +136,13 @@ struct FleetGatewayTests {
         rooms[0].gateway.signal(SIGCONT)
         let kitchenLetGo = try await poll(within: .seconds(30), every: .milliseconds(200)) { try await !rooms[0].connected() }
         #expect(kitchenLetGo, "\(rooms[0].gateway.stderr)")
-        #expect(try Self.holder(broker) == "garden")
+        #expect(try await Self.holder(broker) == "garden")
         for room in rooms { room.gateway.signal(SIGTERM) }
         for room in rooms { #expect(try await room.gateway.waitForExit() == 0) }
     }
 
     @Test func oneHolderThroughAWalkWithNoiseAndAnotherWhenItDies() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let holders = try await broker.subscribe(["house/fleet/+/holder"])
         // Every reading a gateway publishes, from the start (live, QoS 1).
         let published = try await broker.subscribe(["house/+/\(bird)/alpha"])
@@ -153,7 +153,7 @@ struct FleetGatewayTests {
         // The kitchen hears it best: it claims it (after 5 s of settling) and alone connects.
         let claimed = try await poll(within: .seconds(30), every: .milliseconds(200)) {
             try await Self.air(rooms, [noisy(-45), noisy(-85), noisy(-85)])
-            return try Self.holder(broker) == "kitchen"
+            return try await Self.holder(broker) == "kitchen"
         }
         #expect(claimed, "\(rooms.map(\.gateway.stderr))")
         _ = try await rooms[0].gateway.line(containing: "\"reading\"", within: .seconds(20))
@@ -166,12 +166,12 @@ struct FleetGatewayTests {
         for _ in 0..<50 {
             try await Self.air(rooms, [noisy(-60), noisy(-62), noisy(-85)])
             try await Task.sleep(for: .milliseconds(200))
-            #expect(try Self.holder(broker) == "kitchen")
+            #expect(try await Self.holder(broker) == "kitchen")
         }
         // It walks into the garden: one handover.
         let moved = try await poll(within: .seconds(30), every: .milliseconds(200)) {
             try await Self.air(rooms, [noisy(-80), noisy(-45), noisy(-85)])
-            return try Self.holder(broker) == "garden"
+            return try await Self.holder(broker) == "garden"
         }
         #expect(moved)
         _ = try await rooms[1].gateway.line(containing: "\"reading\"", within: .seconds(20))
@@ -188,7 +188,7 @@ struct FleetGatewayTests {
         rooms[1].gateway.signal(SIGKILL)
         let takenOver = try await poll(within: .seconds(20), every: .milliseconds(200)) {
             try await Self.air(rooms, [noisy(-80), -127, noisy(-60)])
-            return try Self.holder(broker) == "hall"
+            return try await Self.holder(broker) == "hall"
         }
         #expect(takenOver)
         _ = try await rooms[2].gateway.line(containing: "\"reading\"", within: .seconds(20))
@@ -198,7 +198,7 @@ struct FleetGatewayTests {
 
         // A write from MQTT lands once, through the holder.
         let results = try await broker.subscribe(["house/fleet/\(bird)/+/result"])
-        try broker.publish("house/fleet/\(bird)/alpha/set", "33")
+        try await broker.publish("house/fleet/\(bird)/alpha/set", "33")
         let answered = try await results.messages(until: { !$0.isEmpty })
         let result = try parseJSON(try #require(answered.first?.payload))
         #expect(result["ok"] as? Bool == true && result["gateway"] as? String == "house/hall", "\(result)")
@@ -208,7 +208,7 @@ struct FleetGatewayTests {
 
         // Home Assistant: one set of the bird's sensors, pointed at the holder; a
         // Gateway sensor; how loud each room hears it (diagnostic sensors).
-        let configs = try broker.retained("homeassistant/sensor/#")
+        let configs = try await broker.retained("homeassistant/sensor/#")
         let alpha = try parseJSON(try #require(configs["homeassistant/sensor/birdctl_F00DB17D0001_alpha/config"]))
         #expect(alpha["state_topic"] as? String == "house/hall/\(bird)/alpha")
         #expect(configs.keys.filter { $0.hasSuffix("_alpha/config") }.count == 1, "\(configs.keys.sorted())")

@@ -7,7 +7,7 @@ import Testing
 @Suite("Forgetting birds no longer heard")
 struct ForgettingTests {
     @Test func aBirdGoneOutOfRangeIsForgottenAndFollowedAgainWhenBack() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "--all", "alpha", "--json", "--forget-after", "1")
         _ = try await watch.line(containing: "\"reading\"")
@@ -25,7 +25,7 @@ struct ForgettingTests {
     }
 
     @Test func forgetAfterGoesWithAll() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let watch = try await fake.birdctl("watch", "--forget-after", "5")
         #expect(watch.status == 2 && watch.stderr.contains("--forget-after goes with --all"), "\(watch.stderr)")
     }

@@ -15,7 +15,7 @@ struct GatewayForgetTests {
     static let wren = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_02", address: "F0:0D:B1:7D:00:02", name: "Wren")
 
     @Test func aForgottenBirdLeavesNothingRetainedAndOthersStay() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let bus = try PrivateBus()
         let connection = try bus.connect()
         let arguments = try Arguments(["--mqtt", broker.url(prefix: "gw")], accepting: WatchCommand.command.options)
@@ -32,7 +32,7 @@ struct GatewayForgetTests {
         _ = try await subscriber.messages(until: { messages in
             Set(messages.filter { $0.payload == "offline" }.map(\.topic)) == ["gw/\(bird)/status", "gw/F0:0D:B1:7D:00:02/status"]
         })
-        let before = try broker.retained("#")
+        let before = try await broker.retained("#")
         #expect(before["gw/\(bird)/alpha"] == "0.8" && before["homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"] != nil)
 
         try await onLoop(connection.loop) { gateway.forget(address: bird) }
@@ -41,14 +41,14 @@ struct GatewayForgetTests {
             $0.topic == "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config" && $0.payload == "(null)"
         })
         // A reconnect re-sends the sticky messages (status, discovery): not the forgotten bird's.
-        broker.stop()
-        try broker.start()
+        await broker.stop()
+        try await broker.start()
         // The exit waits until the broker has taken everything.
         let delivered = await withCheckedContinuation { continuation in
             connection.loop.execute { gateway.close { continuation.resume(returning: $0) } }
         }
         #expect(delivered)
-        let after = try broker.retained("#")
+        let after = try await broker.retained("#")
         #expect(after.keys.filter { $0.contains(bird) || $0.contains("F00DB17D0001") }.isEmpty, "\(after.keys.sorted())")
         #expect(after["gw/F0:0D:B1:7D:00:02/alpha"] == "0.8" && after["gw/F0:0D:B1:7D:00:02/status"] == "offline")
         #expect(after["homeassistant/sensor/birdctl_gw_F00DB17D0002_alpha/config"] != nil)

@@ -18,7 +18,7 @@ struct HostilePeerTests {
     }
 
     @Test func scanEscapesAnAdvertisedName() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(name: Self.advertisedName, birdName: "Robin")
         let text = try await fake.birdctl("scan", "--timeout", "0.5")
         #expect(text.status == 0, "\(text.stderr)")
@@ -33,7 +33,7 @@ struct HostilePeerTests {
     }
 
     @Test func watchEscapesNamesInEventsAndReadings() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(name: Self.advertisedName, birdName: Self.gattName)
         let watch = try await fake.birdctl("watch", "name", "--count", "1")
         #expect(watch.status == 0, "\(watch.stderr)")
@@ -49,7 +49,7 @@ struct HostilePeerTests {
     @Test func formatCharactersAndAPeersBackslashAreShown() async throws {
         let name = "Ro\u{200B}bin\u{E0041}\\x1b"
         let shown = #"Ro\u200bbin\u{e0041}\\x1b"#
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(name: name, birdName: "Robin")
         let scan = try await fake.birdctl("scan", "--timeout", "0.5")
         #expect(scan.stdout.first?.hasSuffix(shown) == true, "\(scan.stdout)")
@@ -65,7 +65,7 @@ struct HostilePeerTests {
     @Test func aHundredKilobyteNameIsCutTo248Bytes() async throws {
         let name = String(repeating: "Zaunkönig ", count: 9_310)  // 102,410 bytes
         let cut = String(repeating: "Zaunkönig ", count: 22) + "Zaunk…"  // 247 bytes: the next "ö" would pass 248
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(name: name, birdName: "Robin")
         let scan = try await fake.birdctl("scan", "--timeout", "0.5")
         #expect(scan.status == 0, "\(scan.stderr)")
@@ -78,7 +78,7 @@ struct HostilePeerTests {
     }
 
     @Test func aBareReadIsEscapedToo() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(birdName: Self.gattName)
         let read = try await fake.birdctl("read", bird, "name")
         #expect(read.status == 0, "\(read.stderr)")
@@ -91,7 +91,7 @@ struct HostilePeerTests {
 @Suite("Hostile peripherals")
 struct HostilePeripheralTests {
     @Test func garbageValuesAreBadValuesWithTheirBytes() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(color: "\u{1B}]52;c;AAAA\u{07}", birdNameBytes: [0xFF, 0xFE, 0x52], alpha: "-1")
         let read = try await fake.birdctl("read", "--json")
         #expect(read.status == 8, "\(read.stderr)")
@@ -106,7 +106,7 @@ struct HostilePeripheralTests {
     @Test func aNameOf512BytesReadsWhole() async throws {
         let long = String(repeating: "Zaunkönig ", count: 46) + "Zaunki"  // 512 bytes of UTF-8
         #expect(long.utf8.count == 512)
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(birdName: long)
         let read = try await fake.birdctl("read", bird, "name")
         #expect(read.status == 0, "\(read.stderr)")
@@ -114,7 +114,7 @@ struct HostilePeripheralTests {
     }
 
     @Test func aBirdThatAnswersEveryReadWithAnATTErrorStillStreams() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.call(
             "FailAlways", .string("ReadValue"), .string("org.bluez.Error.Failed"),
@@ -133,7 +133,7 @@ struct HostilePeripheralTests {
 
     @Test func aBirdThatDropsTheLinkDuringServiceDiscoveryAgainAndAgain() async throws {
         // As a hostile or failing bird does, 50 times: each is reported, then a rescan.
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.call("DropDuringDiscovery", .string(bird), .uint32(50))
         let watch = try fake.launch("watch", "alpha", "--json")
@@ -157,7 +157,7 @@ struct HostilePeripheralTests {
     }
 
     @Test func aReadOfABirdThatDropsTheLinkDuringServiceDiscoveryFailsClearly() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.call("DropDuringDiscovery", .string(bird), .uint32(1))
         let read = try await fake.birdctl("read")

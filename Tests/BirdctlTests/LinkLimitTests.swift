@@ -10,7 +10,7 @@ struct LinkLimitTests {
     /// (Connect past the limit is never answered): the limit is learned,
     /// never exceeded again, and every bird gets readings.
     @Test func everyBirdIsReadThroughTwoLinks() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let birds = (1...5).map { "F0:0D:B1:7D:00:0\($0)" }
         for (n, address) in birds.enumerated() {
             try await fake.addBird(address: address, name: "Bird\(n + 1)", alpha: "\(10 * (n + 1))", rssi: Int16(-40 - n))

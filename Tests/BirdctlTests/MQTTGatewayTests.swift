@@ -8,9 +8,9 @@ import Testing
 @Suite("birdctl watch --mqtt")
 struct MQTTGatewayTests {
     @Test func publishesReadingsStateEventsAvailabilityAndDiscovery() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let subscriber = try await broker.subscribe(["gw/#", "homeassistant/#"])
         let watch = try fake.launch("watch", "--quiet", "--count", "4", "--mqtt", broker.url(prefix: "gw"))
         try await waitForNotifying(fake, allFields)
@@ -37,7 +37,7 @@ struct MQTTGatewayTests {
         #expect(seen.last { $0.topic == "gw/\(bird)/status" }?.payload == "offline")
 
         // What the broker keeps for a subscriber that comes later.
-        let retained = try broker.retained("#")
+        let retained = try await broker.retained("#")
         #expect(retained["gw/status"] == "offline")
         #expect(retained["gw/\(bird)/alpha"] == "0.1")
         #expect(retained["gw/\(bird)/status"] == "offline")
@@ -66,8 +66,8 @@ struct MQTTGatewayTests {
         // The will covers only the gateway's status: a bird's retained
         // "online" outlives a kill -9. The gateway that starts again (not
         // hearing the bird) reads the retained statuses and corrects them.
-        let broker = try MosquittoBroker()
-        let fake = try FakeBlueZ()
+        let broker = try await MosquittoBroker()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let first = try fake.launch("watch", "--all", "--quiet", "--mqtt", broker.url(prefix: "gw"))
         let subscriber = try await broker.subscribe(["gw/\(bird)/status", "gw/status"])
@@ -75,28 +75,28 @@ struct MQTTGatewayTests {
         first.signal(SIGKILL)
         _ = try await first.waitForExit()
         _ = try await subscriber.messages(until: { $0.topic == "gw/status" && $0.payload == "offline" })
-        #expect(try broker.retained("gw/#")["gw/\(bird)/status"] == "online", "the stale status this test is about")
+        #expect(try await broker.retained("gw/#")["gw/\(bird)/status"] == "online", "the stale status this test is about")
 
-        let empty = try FakeBlueZ()
+        let empty = try await FakeBlueZ()
         let second = try empty.launch("watch", "--all", "--quiet", "--mqtt", broker.url(prefix: "gw"))
         _ = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/status" && $0.payload == "offline" })
         // The gateway says it is online only after correcting its birds, so
         // the bird's "offline" may be seen before the gateway's "online".
-        #expect(try await poll { try broker.retained("gw/status")["gw/status"] == "online" })
-        #expect(try broker.retained("gw/#")["gw/\(bird)/status"] == "offline")
+        #expect(try await poll { try await broker.retained("gw/status")["gw/status"] == "online" })
+        #expect(try await broker.retained("gw/#")["gw/\(bird)/status"] == "offline")
         second.signal(SIGTERM)
         #expect(try await second.waitForExit() == 0)
     }
 
     @Test func retireClearsABirdThenTheGatewayAndLeavesOthersAlone() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         for prefix in ["gw", "gw/nested", "other"] {
             let finished = try await fake.birdctl("watch", "--count", "3", "--quiet", "--mqtt", broker.url(prefix: prefix))
             #expect(finished.status == 0, "\(finished.stderr)")
         }
-        let before = try broker.retained("#")
+        let before = try await broker.retained("#")
         let ours = [
             "gw/F0", "gw/status", "homeassistant/binary_sensor/birdctl_gw/", "homeassistant/sensor/birdctl_gw_F00D",
             "homeassistant/number/birdctl_gw_F00D", "homeassistant/text/birdctl_gw_F00D", "gw/links",
@@ -109,7 +109,7 @@ struct MQTTGatewayTests {
         // Running: refused, nothing cleared.
         let running = try fake.launch("watch", "--quiet", "--mqtt", broker.url(prefix: "gw"))
         // Online once it has read (and corrected) what the broker retains of its birds.
-        #expect(try await poll { try broker.retained("gw/status")["gw/status"] == "online" })
+        #expect(try await poll { try await broker.retained("gw/status")["gw/status"] == "online" })
         let refused = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
         #expect(refused.status == 2 && refused.stderr.contains("is online"), "\(refused.stderr)")
         running.signal(SIGTERM)
@@ -117,21 +117,21 @@ struct MQTTGatewayTests {
 
         let one = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw"), bird.lowercased()], environment: [:])
         #expect(one.status == 0, "\(one.stderr)")
-        var left = try broker.retained("#")
+        var left = try await broker.retained("#")
         #expect(left.keys.filter { $0.hasPrefix("gw/F0") || $0.contains("birdctl_gw_F00D") }.isEmpty, "\(left.keys.sorted())")
         #expect(left["gw/status"] == "offline" && left["homeassistant/binary_sensor/birdctl_gw/config"] != nil)
         #expect(Set(one.stdout).contains("homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"), "\(one.stdout)")
 
         let all = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
         #expect(all.status == 0, "\(all.stderr)")
-        left = try broker.retained("#")
+        left = try await broker.retained("#")
         #expect(left["gw/status"] == nil && left["homeassistant/binary_sensor/birdctl_gw/config"] == nil && left["gw/links"] == nil)
         #expect(left.filter { !$0.key.hasPrefix("birdctl-test/") } == others)
     }
 
     @Test func retireWithoutABrokerIsElevenAndWithBadArgumentsTwo() async throws {
-        let broker = try MosquittoBroker()
-        broker.stop()
+        let broker = try await MosquittoBroker()
+        await broker.stop()
         let unreachable = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
         #expect(unreachable.status == 11 && unreachable.stderr.contains("cannot reach the MQTT broker"), "\(unreachable.stderr)")
         for arguments in [["retire"], ["retire", "--mqtt", "mqtt://127.0.0.1/gw", "robin"]] {
@@ -144,9 +144,9 @@ struct MQTTGatewayTests {
         // QoS 1 both ways and a persistent subscriber session: every reading
         // arrives, in order; a message in flight when the broker went may come
         // twice (QoS 1 is at least once), so at most the window's 64 repeat.
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let topic = "gw/\(bird)/name"
         let subscriber = try await broker.subscribe([topic], sessionID: "restart-test")
         let watch = try fake.launch("watch", "name", "--quiet", "--mqtt", broker.url(prefix: "gw"), "--no-discovery")
@@ -156,8 +156,8 @@ struct MQTTGatewayTests {
         // notification overtaking the read's answer would supersede it).
         _ = try await subscriber.messages(until: { $0.payload == "Robin" })
         for i in 0..<600 {
-            if i == 200 { broker.stop() }
-            if i == 400 { try broker.start() }
+            if i == 200 { await broker.stop() }
+            if i == 400 { try await broker.start() }
             try await fake.push("n\(i)", to: FakeBlueZ.nameUUID)
         }
         let seen = try await subscriber.messages(within: .seconds(60), until: { $0.payload == "n599" })
@@ -171,9 +171,9 @@ struct MQTTGatewayTests {
     }
 
     @Test func aHungBrokerNeverStallsBluetoothAndAnExitDoesNotWaitForIt() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let watch = try fake.launch("watch", "alpha", "--json", "--mqtt", broker.url(prefix: "gw"))
         _ = try await watch.line(containing: "\"reading\"")
         try await waitForNotifying(fake)
@@ -200,9 +200,9 @@ struct MQTTGatewayTests {
         // found: every value still arrives, in order; the states never go
         // back, and the last one has the newest value. (A newer state takes
         // the place of one still queued, so it may overtake values.)
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let subscriber = try await broker.subscribe(["gw/\(bird)", "gw/\(bird)/alpha"])
         let watch = try fake.launch("watch", "alpha", "--quiet", "--mqtt", broker.url(prefix: "gw"), "--no-discovery")
         try await waitForNotifying(fake)
@@ -235,9 +235,9 @@ struct MQTTGatewayTests {
     }
 
     @Test func aFullBufferDropsTheOldestAndSaysHowMany() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let subscriber = try await broker.subscribe(["gw/#"], sessionID: "overflow-test")
         let watch = try fake.launch(
             "watch", "alpha", "--quiet", "--mqtt", broker.url(prefix: "gw"), "--mqtt-buffer", "50", "--no-discovery")
@@ -245,12 +245,12 @@ struct MQTTGatewayTests {
         #expect(await watch.stderr(contains: "connected to the MQTT broker"))
         // Pushes before the first read's reply would be superseded by it: wait for it.
         let early = try await subscriber.messages(until: { $0.topic == "gw/\(bird)/alpha" })
-        broker.stop()
+        await broker.stop()
         #expect(await watch.stderr(contains: "lost the MQTT broker"))
         // 100 readings: 100 values and the bird's state (a snapshot: one
         // waiting message, replaced by each newer one) for 50 places.
         for i in 0..<100 { try await fake.push(String(i)) }
-        try broker.start()
+        try await broker.start()
         // Until the dropped event and the state that says the newest value
         // (birdctl may still be busy with the notifications when the broker
         // is back: then some readings come after the event).
@@ -282,9 +282,9 @@ struct MQTTGatewayTests {
     }
 
     @Test func threeGatewaysHearingOneBirdEachOwnTheirEntities() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         let subscriber = try await broker.subscribe(["+/\(bird)/alpha"])
         // Three clients of one bird's notifications: signals, which they share.
         let gateways = try ["kitchen", "hall", "attic"].map {
@@ -300,20 +300,20 @@ struct MQTTGatewayTests {
         #expect(Set(seen.filter { $0.payload == "0.42" }.map(\.topic)) == Set(["kitchen", "hall", "attic"].map { "\($0)/\(bird)/alpha" }))
         for gateway in gateways { gateway.signal(SIGTERM) }
         for gateway in gateways { #expect(try await gateway.waitForExit() == 0) }
-        let retained = try broker.retained("homeassistant/#")
+        let retained = try await broker.retained("homeassistant/#")
         for name in ["kitchen", "hall", "attic"] {
             let config = try parseJSON(try #require(retained["homeassistant/sensor/birdctl_\(name)_F00DB17D0001_alpha/config"]))
             #expect(config["state_topic"] as? String == "\(name)/\(bird)/alpha")
             #expect((config["device"] as? [String: Any])?["identifiers"] as? [String] == ["birdctl_F00DB17D0001"])
         }
-        let statuses = try broker.retained("+/status")
+        let statuses = try await broker.retained("+/status")
         #expect(statuses == ["kitchen/status": "offline", "hall/status": "offline", "attic/status": "offline"])
     }
 
     @Test func tlsWithAPasswordFromAFile() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker(users: ["gateway": "s3cret:with:colons"], tls: true)
+        let broker = try await MosquittoBroker(users: ["gateway": "s3cret:with:colons"], tls: true)
         let tls = try #require(broker.tls)
         let credentials = broker.directory.appendingPathComponent("credentials").path
         try "gateway:s3cret:with:colons\n".write(toFile: credentials, atomically: true, encoding: .utf8)
@@ -323,22 +323,22 @@ struct MQTTGatewayTests {
             "--mqtt-ca", tls.caCertificate, "--mqtt-credentials", credentials)
         #expect(finished.status == 0, "\(finished.stderr)")
         #expect(!finished.stderr.contains("warning"), "\(finished.stderr)")
-        let retained = try broker.retained(
+        let retained = try await broker.retained(
             "secure/#", extra: ["--cafile", tls.caCertificate, "-u", "gateway", "-P", "s3cret:with:colons"])
         #expect(retained["secure/\(bird)/alpha"] == "0.8")
         #expect(retained["secure/status"] == "offline")
     }
 
     @Test func aBrokerThatAsksForAClientCertificateGetsOne() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker(tls: true, requireClientCertificate: true)
+        let broker = try await MosquittoBroker(tls: true, requireClientCertificate: true)
         let tls = try #require(broker.tls)
         let with = try await fake.birdctl(
             "watch", "alpha", "--count", "1", "--quiet", "--mqtt", broker.url(prefix: "cert"), "--mqtt-ca", tls.caCertificate,
             "--mqtt-cert", tls.clientCertificate, "--mqtt-key", tls.clientKey)
         #expect(with.status == 0, "\(with.stderr)")
-        let retained = try broker.retained(
+        let retained = try await broker.retained(
             "cert/#", extra: ["--cafile", tls.caCertificate, "--cert", tls.clientCertificate, "--key", tls.clientKey])
         #expect(retained["cert/\(bird)/alpha"] == "0.8")
         let without = try await fake.birdctl(
@@ -348,9 +348,9 @@ struct MQTTGatewayTests {
     }
 
     @Test func aWrongPasswordFromTheEnvironmentExitsElevenAtOnce() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker(users: ["gateway": "right"])
+        let broker = try await MosquittoBroker(users: ["gateway": "right"])
         let watch = try BirdctlProcess(
             ["watch", "--mqtt", broker.url()],
             environment: fake.environment.merging(["BIRDCTL_MQTT_USERNAME": "gateway", "BIRDCTL_MQTT_PASSWORD": "wrong"]) { $1 })
@@ -362,9 +362,9 @@ struct MQTTGatewayTests {
     }
 
     @Test func anUntrustedCertificateExitsEleven() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker(tls: true)
+        let broker = try await MosquittoBroker(tls: true)
         let finished = try await fake.birdctl(
             "watch", "--mqtt", broker.url(), "--mqtt-ca", try #require(broker.tls).otherCACertificate, timeout: .seconds(15))
         #expect(finished.status == 11)
@@ -373,10 +373,10 @@ struct MQTTGatewayTests {
     }
 
     @Test func noBrokerAtStartExitsEleven() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
-        broker.stop()
+        let broker = try await MosquittoBroker()
+        await broker.stop()
         let finished = try await fake.birdctl("watch", "--mqtt", broker.url(), timeout: .seconds(15))
         #expect(finished.status == 11)
         #expect(finished.stderr.contains("cannot reach the MQTT broker: Connection refused"), "\(finished.stderr)")

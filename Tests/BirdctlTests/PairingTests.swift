@@ -30,7 +30,7 @@ private final class Terminal: @unchecked Sendable {
     /// Reads what the terminal shows until `wanted` appears; fails if the program ends first.
     func waitFor(_ wanted: String) async throws {
         while !text.contains(wanted) {
-            let chunk = process.stdout?.nextChunk() ?? Data()
+            let chunk = try await offThePool { [process] in process.stdout?.nextChunk() ?? Data() }
             if chunk.isEmpty {
                 Issue.record("the terminal never showed \"\(wanted)\"; it showed: \(text)")
                 return
@@ -45,7 +45,7 @@ private final class Terminal: @unchecked Sendable {
 
     /// Waits for the program to end; its exit status.
     func finish() async throws -> Int32 {
-        seen.append(process.stdout?.readToEndRetryingInterrupts() ?? Data())
+        seen.append(try await offThePool { [process] in process.stdout?.readToEndRetryingInterrupts() ?? Data() })
         return await process.exited()
     }
 }
@@ -54,7 +54,7 @@ private final class Terminal: @unchecked Sendable {
 @Suite("Pairing")
 struct PairingTests {
     @Test func aWatchPairsWhenTheBirdAsksAndTheBondSurvivesAReconnect() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("justworks")
         let watch = try fake.launch("watch", bird, "alpha", "--json")
@@ -77,7 +77,7 @@ struct PairingTests {
     }
 
     @Test func aReadPairsThenReads() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("justworks")
         let read = try await fake.birdctl("read", bird, "--verbose")
@@ -90,7 +90,7 @@ struct PairingTests {
     /// bluetoothd 5.66 bonds, says Paired, and never answers Pair (seen with a
     /// Bumble bird in the VM tier): the pairing is over when Paired says so.
     @Test func aPairingBlueZNeverAnswersEndsWhenPairedTurnsTrue() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("lostreply")
         let read = try await fake.birdctl("read", bird, "--verbose", "--pair-timeout", "60")
@@ -99,7 +99,7 @@ struct PairingTests {
         #expect(read.stderr.contains("paired with Robin"), "\(read.stderr)")
         #expect(try await fake.pairings() == 1)
         // And `birdctl pair` itself.
-        let other = try FakeBlueZ()
+        let other = try await FakeBlueZ()
         try await other.addBird()
         try await other.requireSecurity("lostreply")
         let pair = try await other.birdctl("pair", bird, "--pair-timeout", "60")
@@ -108,7 +108,7 @@ struct PairingTests {
     }
 
     @Test func noPairExitsTenAndSaysWhatToDo() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("justworks")
         let read = try await fake.birdctl("read", "--no-pair")
@@ -118,7 +118,7 @@ struct PairingTests {
     }
 
     @Test func aRefusedPairingExitsTen() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("refuse")
         let read = try await fake.birdctl("read", bird, "alpha")
@@ -128,7 +128,7 @@ struct PairingTests {
 
     @Test func aPasskeyToConfirmIsRefusedWithoutAPerson() async throws {
         // NoInputNoOutput cannot confirm a passkey: BlueZ fails the pairing.
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("confirm")
         let set = try await fake.birdctl("set", bird, "alpha", "55")
@@ -141,7 +141,7 @@ struct PairingTests {
     /// `--confirm-pairing` on a terminal: the question goes to /dev/tty.
     @Test(arguments: [("y", Int32(0)), ("n", Int32(10))])
     func aPersonConfirmsThePasskeyOnTheTerminal(_ answer: String, _ status: Int32) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("confirm")
         let terminal = try Terminal(
@@ -153,7 +153,7 @@ struct PairingTests {
     }
 
     @Test func aPairingThatNeverEndsIsCancelledAtItsDeadline() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("silent")
         let started = ContinuousClock.now
@@ -166,7 +166,7 @@ struct PairingTests {
     }
 
     @Test func pairAndUnpairCommands() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("justworks")
         let pair = try await fake.birdctl("pair", bird)
@@ -187,7 +187,7 @@ struct PairingTests {
     /// The nearest bird, not named, asks for pairing: birdctl does not bond
     /// with it and says how to.
     @Test func aBirdNobodyNamedIsNotBondedWith() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.requireSecurity("justworks")
         let read = try await fake.birdctl("read", "alpha")
@@ -204,7 +204,7 @@ struct PairingTests {
     /// pair and stream; a stranger asking too is declined (an event saying
     /// what to do), never bonded with, not connected to again, and blocks nobody.
     @Test func underAllEachNamedBirdPairsOnItsOwnAndAStrangerIsDeclined() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let wren = "F0:0D:B1:7D:00:02"
         let stranger = "F0:0D:B1:7D:00:03"
         try await fake.addBird()
@@ -248,7 +248,7 @@ struct PairingTests {
     /// the bird bluetoothd asks about, with its own passkey; a passkey to type
     /// is shown; a question bluetoothd withdraws is closed.
     @Test func thePromptNamesTheBirdBlueZAsksAbout() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let wren = "F0:0D:B1:7D:00:02"
         let finch = "F0:0D:B1:7D:00:03"
         try await fake.addBird()

@@ -21,7 +21,7 @@ struct QuietLinkEndToEndTests {
 
     /// `all`: `watch --all`; else `watch` of the bird alone.
     private func chattering(all: Bool = true) async throws -> (FakeBlueZ, BirdctlProcess) {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch =
             if all { try fake.launch("watch", "--all", "alpha", "--json", "--quiet-after", "2", "--connect-timeout", "2") }

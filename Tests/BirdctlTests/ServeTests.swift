@@ -25,7 +25,7 @@ extension FakeBlueZ {
 @Suite("birdctl serve and set")
 struct ServeTests {
     @Test func servesTheBirdServiceAndAdvertisesIt() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try await fake.serve("--name", "Wren", "--color", "00ff00", "--alpha", "30")
         #expect(try await fake.remoteRead(FakeBlueZ.nameUUID) == "Wren")
         #expect(try await fake.remoteRead(FakeBlueZ.colorUUID) == "#00FF00")
@@ -45,7 +45,7 @@ struct ServeTests {
     }
 
     @Test func onlyBluetoothdMayCallTheServedObjects() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try await fake.serve()
         let first = try await fake.call("Applications").first?.arrayItems?.first
         guard case .structure(let application) = first, application.count == 2 else {
@@ -78,7 +78,7 @@ struct ServeTests {
     }
 
     @Test func validWritesChangeTheValueAndBadOnesAreRefused() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try await fake.serve()
         try await fake.remoteWrite(FakeBlueZ.alphaUUID, "55")
         let written = try parseJSON(try await serve.line(containing: "\"written\""))
@@ -102,7 +102,7 @@ struct ServeTests {
     /// bluetoothd sends the offset of a read as a uint16; only the owner of
     /// org.bluez can send another type (a negative int16 once killed serve).
     @Test func readOffsetsAreUInt16WithinTheValue() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try await fake.serve("--name", "Wren")
         func read(_ offset: DBusValue) async throws -> String {
             let reply = try await fake.call("RemoteReadWith", .string(FakeBlueZ.nameUUID), .propertyMap(["offset": offset]))
@@ -133,7 +133,7 @@ struct ServeTests {
     /// piece continues the value at its offset, and the value assembled is
     /// what is validated, not the piece alone.
     @Test func longWritesAreAssembledBeforeTheyAreValidated() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try await fake.serve("--color", "#000000")
         func write(_ text: String, at offset: UInt16, _ extra: [String: DBusValue] = [:]) async throws {
             var options = extra
@@ -174,7 +174,7 @@ struct ServeTests {
     }
 
     @Test func stdinLinesNotifySubscribers() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try await fake.serve()
         try await fake.call("RemoteSubscribe", .string(FakeBlueZ.alphaUUID))
         _ = try await serve.line(containing: "\"subscribed\"")
@@ -197,7 +197,7 @@ struct ServeTests {
     }
 
     @Test func advertisingRefusedExitsNine() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.failNext("RegisterAdvertisement", "org.bluez.Error.Failed", "Maximum advertisements reached")
         let result = try await fake.birdctl("serve")
         #expect(result.status == 9)
@@ -205,20 +205,20 @@ struct ServeTests {
     }
 
     @Test func poweredOffAdapterExitsFour() async throws {
-        let fake = try FakeBlueZ(powered: false)
+        let fake = try await FakeBlueZ(powered: false)
         let result = try await fake.birdctl("serve")
         #expect(result.status == 4)
     }
 
     @Test func badInitialValuesAreUsageErrors() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let result = try await fake.birdctl("serve", "--alpha", "150")
         #expect(result.status == 2)
         #expect(result.stderr.contains("150 is above 100"))
     }
 
     @Test func setWritesAValue() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let result = try await fake.birdctl("set", "alpha", "55")
         #expect(result.status == 0, "\(result.stderr)")
@@ -227,7 +227,7 @@ struct ServeTests {
     }
 
     @Test func setRefusesABadValueBeforeAnyRadioWork() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let result = try await fake.birdctl("set", bird, "color", "#GGHHII")
         #expect(result.status == 2)
@@ -236,7 +236,7 @@ struct ServeTests {
     }
 
     @Test func setReportsARefusedWrite() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.failNext("WriteValue", "org.bluez.Error.NotPermitted", "Write not permitted")
         let result = try await fake.birdctl("set", "name", "Wren")
@@ -245,7 +245,7 @@ struct ServeTests {
     }
 
     @Test func animateChangesValuesEverySecond() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         let serve = try await fake.serve("--animate")
         _ = try await serve.line(containing: "\"value\"", within: .seconds(5))
         serve.signal(SIGINT)

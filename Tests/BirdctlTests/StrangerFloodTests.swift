@@ -21,7 +21,7 @@ struct StrangerFloodTests {
     static let strangers: UInt32 = 100_000
 
     @Test func watchAllKeepsStreamingTheRealBirdAndForgetsTheCrowd() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch(
             "watch", "--all", "alpha", "--json", "--connect-timeout", "1", "--forget-after", "2")
@@ -54,9 +54,9 @@ struct StrangerFloodTests {
     }
 
     @Test func watchAllMQTTPublishesEveryReadingAndLeavesNothingOfTheCrowdRetained() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
-        let broker = try MosquittoBroker()
+        let broker = try await MosquittoBroker()
         // Only the real bird's readings: a subscriber to the crowd's events
         // would cost more than the gateway it watches.
         let values = try await broker.subscribe(["gw/\(bird)/alpha"])
@@ -92,7 +92,7 @@ struct StrangerFloodTests {
         #expect(after - before < 2048, "private memory grew by \(after - before) KiB (from \(before) KiB)")
         // Forgotten (2 s) and cleared while the gateway runs: nothing of a
         // stranger is retained, neither its topics nor its discovery.
-        let retained = try broker.retained("#")
+        let retained = try await broker.retained("#")
         let ofStrangers = retained.keys.filter { $0.contains("D0:") || $0.contains("birdctl_gw_D0") }
         #expect(ofStrangers.isEmpty, "\(ofStrangers.count) retained topics of strangers: \(ofStrangers.sorted().prefix(10))")
         #expect(retained["gw/\(bird)/status"] == "online", "the real bird is still there")
@@ -102,7 +102,7 @@ struct StrangerFloodTests {
     }
 
     @Test func scanForgetsTheCrowd() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let scan = try fake.launch("scan", "--timeout", "0", "--forget-after", "2", "--json")
         guard let first = try await scan.nextLine(within: .seconds(30)) else { throw LineCounterError.ended }

@@ -9,7 +9,7 @@ struct WatchAllRestartTests {
     static let birds = (1...3).map { "F0:0D:B1:7D:00:0\($0)" }
 
     @Test func everyBirdStreamsAgainAfterEachOfSeveralRestarts() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         for bird in Self.birds { try await fake.addBird(address: bird, rssi: -50) }
         let watch = try fake.launch("watch", "--all", "alpha", "--json")
         for round in 0..<4 {
@@ -21,7 +21,7 @@ struct WatchAllRestartTests {
             if round == 3 { break }
             try await fake.stop()
             _ = try await watch.line(containing: "\"waiting\"")
-            try fake.start()
+            try await fake.start()
             for bird in Self.birds { try await fake.addBird(address: bird, rssi: -50) }
         }
         watch.signal(SIGTERM)

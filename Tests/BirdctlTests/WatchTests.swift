@@ -7,7 +7,7 @@ import Testing
 @Suite("birdctl watch")
 struct WatchTests {
     @Test func streamsTenThousandPushesInOrder() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json", "--count", "10001")
         // The initial read, then the stream.
@@ -32,7 +32,7 @@ struct WatchTests {
     }
 
     @Test func aNameNotifiedCutAtTheMTUIsCompletedByAReadNeverPrintedCut() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.call("SetMTU", .string(bird), .uint16(23))  // notifications carry ≤ 20 bytes
         let watch = try fake.launch("watch", "name", "--json")
@@ -53,7 +53,7 @@ struct WatchTests {
     @Test func aChangeRightAfterTheFirstReadIsNotMissed() async throws {
         // The watch subscribes before it reads: a change the peripheral makes
         // just after answering the read is notified, not lost between the two.
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.call("ChangeAfterNextRead", .string(bird), .string(alphaUUID), .bytes(Array("55".utf8)))
         let watch = try fake.launch("watch", "alpha", "--json", "--count", "2")
@@ -65,7 +65,7 @@ struct WatchTests {
     }
 
     @Test func textLinesAreTaggedWithTheAddress() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "--count", "4")
         for expected in ["name   Robin", "color  #FF8800", "alpha  0.8"] {
@@ -80,7 +80,7 @@ struct WatchTests {
     }
 
     @Test func reconnectsAfterADroppedLink() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json")
         _ = try await watch.line(containing: "\"reading\"")
@@ -102,7 +102,7 @@ struct WatchTests {
         // Not in BlueZ's cache at first: found by discovery. After the drop it
         // is in the cache; the rescan must still listen for it (the driver once
         // offered it from the cache, the machine declined, and nothing scanned).
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", bird, "alpha", "--json")
         _ = try await watch.line(containing: "\"reading\"")
@@ -116,13 +116,13 @@ struct WatchTests {
     }
 
     @Test func waitsForBluetoothdAndResumes() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json")
         _ = try await watch.line(containing: "\"reading\"")
         try await fake.stop()
         #expect(try await watch.line(containing: "\"waiting\"").contains("bluetoothd"))
-        try fake.start()
+        try await fake.start()
         try await fake.addBird()
         _ = try await watch.line(containing: "\"connected\"")
         _ = try await watch.line(containing: "\"reading\"")
@@ -134,7 +134,7 @@ struct WatchTests {
     }
 
     @Test func waitsForTheAdapterToBePoweredBackOn() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json")
         _ = try await watch.line(containing: "\"reading\"")
@@ -148,7 +148,7 @@ struct WatchTests {
     }
 
     @Test func ctrlCStopsNotifyAndDisconnects() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "--notify-method", "start")
         _ = try await watch.line(containing: "alpha")
@@ -168,7 +168,7 @@ struct WatchTests {
     /// releases them (bluetoothd sees its end close), before the Disconnect.
     @Test(arguments: [SIGINT, SIGTERM])
     func aSignalReleasesTheAcquiredNotifications(_ signal: Int32) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "--json")
         _ = try await watch.line(containing: "\"reading\"")
@@ -192,7 +192,7 @@ struct WatchTests {
     /// BlueZ will not): auto falls back to StartNotify; `acquire` fails.
     @Test(arguments: [("auto", 0), ("acquire", 9)])
     func anAcquireNotifyRefusedFallsBackToStartNotifyUnlessAcquireIsAsked(_ method: String, _ status: Int32) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.failAlways("AcquireNotify", "org.bluez.Error.InProgress", "In Progress")
         let result = try await fake.birdctl("watch", bird, "alpha", "--notify-method", method, "--count", "1", "--json")
@@ -202,7 +202,7 @@ struct WatchTests {
     }
 
     @Test func aClosedStdoutEndsQuietly() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         // As `| head -1`: our end of stdout closes after the first line.
         let watch = try BirdctlProcess(["watch"], environment: fake.environment, closeAfterLines: 1)
@@ -223,7 +223,7 @@ struct WatchTests {
     }
 
     @Test func aBadValueIsReportedAndTheStreamGoesOn() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json", "--count", "3")
         _ = try await watch.line(containing: "\"reading\"")
@@ -239,7 +239,7 @@ struct WatchTests {
     }
 
     @Test func allStreamsFromTwoBirdsAtOnce() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         try await fake.addBird(address: "F0:0D:B1:7D:00:02", name: "Wren", alpha: "30")
         let watch = try fake.launch("watch", "--all", "alpha", "--json", "--count", "4")
@@ -262,7 +262,7 @@ struct WatchTests {
     }
 
     @Test func durationStopsTheStream() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         // By address: no listening window before the connection.
         let result = try await fake.birdctl("watch", bird, "--duration", "1")
@@ -276,7 +276,7 @@ struct SharedLinkTests {
     /// bluetoothd gives acquired notifications to one client: a second
     /// watch is told who holds them and how to share.
     @Test func aSecondWatchOfNotificationsAnotherAcquiredSaysHowToShare() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let first = try fake.launch("watch", bird, "alpha", "--json")
         _ = try await first.line(containing: "\"reading\"")
@@ -291,7 +291,7 @@ struct SharedLinkTests {
     @Test func aSecondWatchEndingLeavesTheFirstStreaming() async throws {
         // bluetoothd keeps one notify session per client: the second watch's
         // StopNotify ends its own, and it leaves up the link it found up.
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let first = try fake.launch("watch", "alpha", "--json", "--notify-method", "start")
         _ = try await first.line(containing: "\"reading\"")
@@ -310,7 +310,7 @@ struct SharedLinkTests {
     }
 
     @Test func readWhileWatchingUsesTheLinkAndLeavesItUp() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird()
         let watch = try fake.launch("watch", "alpha", "--json")
         _ = try await watch.line(containing: "\"reading\"")

@@ -6,7 +6,7 @@ import Testing
 @Suite("BlueZ client against the fake BlueZ")
 struct BlueZClientTests {
     @Test func loadsTheTreeOnce() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         let test = try ClientUnderTest(fake)
         try await test.ready()
         let tree = await test.client.snapshot()
@@ -20,7 +20,7 @@ struct BlueZClientTests {
     /// its tree is the one the generic decoding of the same reply gives, and
     /// the lookups that skip views find what the full list finds.
     @Test func aTreeDecodedInPlaceIsTheGenericDecodingsAndItsLookupsAgree() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.call("AddCachedDevices", .uint32(300))
         try await fake.addBird(cached: true)
         try await fake.addDevice(address: "11:22:33:44:55:66", name: "Thermometer", rssi: -70, cached: true)
@@ -45,7 +45,7 @@ struct BlueZClientTests {
     }
 
     @Test func discoveryReportsTheBirdButNotCachedOnes() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(address: "F0:0D:B1:7D:00:09", name: "Cached", cached: true, visible: false)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -64,7 +64,7 @@ struct BlueZClientTests {
     }
 
     @Test func connectResolvesServicesThenReadsAndWrites() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -88,7 +88,7 @@ struct BlueZClientTests {
     }
 
     @Test func tenThousandNotificationsArriveInOrder() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -111,7 +111,7 @@ struct BlueZClientTests {
     }
 
     @Test func treeMatchesGetManagedObjectsAfterChanges() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         let test = try ClientUnderTest(fake)
         try await test.ready()
         try await fake.addBird(cached: true)
@@ -138,7 +138,7 @@ struct BlueZClientTests {
     /// A focused tree is GetManagedObjects' tree cut to the adapters and the
     /// one device, loaded without GetManagedObjects, and it follows changes.
     @Test func aFocusedTreeHoldsTheAdaptersAndTheOneDeviceAsGetManagedObjectsDoes() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.call("AddCachedDevices", .uint32(500))
         try await fake.addBird(cached: true)
         let other = try ClientUnderTest(fake)
@@ -169,7 +169,7 @@ struct BlueZClientTests {
     /// cache, and no GetManagedObjects; a cached device heard again enters
     /// with its properties after one GetAll, and is then kept by signals.
     @Test func aTreeOfAdaptersTakesInACachedDeviceWhenItIsHeardAgain() async throws {
-        let fake = try FakeBlueZ(adapters: 2)
+        let fake = try await FakeBlueZ(adapters: 2)
         try await fake.call("AddCachedDevices", .uint32(500))
         try await fake.addBird(rssi: -47, cached: true)
         let test = try ClientUnderTest(fake, scope: .adapters)
@@ -198,7 +198,7 @@ struct BlueZClientTests {
     /// A connected device heard again enters with its GATT objects, as
     /// GetManagedObjects has them.
     @Test func aTreeOfAdaptersTakesInAConnectedDeviceWithItsGattObjects() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.call("AddCachedDevices", .uint32(100))
         try await fake.addBird(cached: true)
         let other = try ClientUnderTest(fake)
@@ -248,7 +248,7 @@ struct BlueZClientTests {
     }
 
     @Test func aTreeWithFiveThousandCachedDevicesWorks() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.call("AddCachedDevices", .uint32(5_000))
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -263,7 +263,7 @@ struct BlueZClientTests {
     }
 
     @Test func bluetoothdVanishingAndReturningRebuildsTheTree() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -280,7 +280,7 @@ struct BlueZClientTests {
             #expect(error.kind == .bluetoothdNotRunning)
         }
 
-        try fake.start()
+        try await fake.start()
         try await test.ready()
         let tree = await test.client.snapshot()
         #expect(tree.adapters.map(\.interfaceName) == ["hci0"])
@@ -289,7 +289,7 @@ struct BlueZClientTests {
     }
 
     @Test func startingWithoutBluetoothdWaitsForIt() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.stop()
         let test = try ClientUnderTest(fake)
         let first = try await test.next()
@@ -298,13 +298,13 @@ struct BlueZClientTests {
             return
         }
         #expect(error.kind == .bluetoothdNotRunning)
-        try fake.start()
+        try await fake.start()
         try await test.ready()
         #expect(await test.client.snapshot().adapters.count == 1)
     }
 
     @Test func signalsOfUnexpectedShapeAreIgnored() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()

@@ -24,7 +24,7 @@ struct BlueZErrorTests {
 
     @Test("an injected error on Connect", arguments: injected)
     func injectedOnConnect(_ injected: (name: String, message: String, kind: BlueZError.Kind)) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -47,7 +47,7 @@ struct BlueZErrorTests {
         "ReadValue", "WriteValue", "StartNotify", "StopNotify", "RemoveDevice",
     ])
     func everyOperationFails(_ method: String) async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -94,7 +94,7 @@ struct BlueZErrorTests {
     }
 
     @Test func aReplyThatNeverComesTimesOut() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -120,7 +120,7 @@ struct BlueZErrorTests {
     }
 
     @Test func aDelayedReplyStillArrives() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -133,7 +133,7 @@ struct BlueZErrorTests {
     }
 
     @Test func aLateReplyAfterTheTimeoutIsDropped() async throws {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()
@@ -155,7 +155,7 @@ struct BlueZErrorTests {
     }
 
     @Test func bluezRefusalsFromTheFakeItself() async throws {
-        let fake = try FakeBlueZ(powered: false)
+        let fake = try await FakeBlueZ(powered: false)
         try await fake.addBird(cached: true)
         let test = try ClientUnderTest(fake)
         try await test.ready()

@@ -18,7 +18,7 @@ struct PairingAgentTests {
     /// through an agent whose person answers `accept` after a moment (the
     /// agent replies later).
     static func pair(_ mode: String = "confirm", accepting accept: Bool) async throws -> (Result<Void, BlueZError>, Asked) {
-        let fake = try FakeBlueZ()
+        let fake = try await FakeBlueZ()
         try await fake.addBird(cached: true)
         try await fake.call("RequireSecurity", .string(birdAddress), .string(mode))
         try await fake.call("SetPasskey", .string(birdAddress), .uint32(4321))
