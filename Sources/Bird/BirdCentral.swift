@@ -63,6 +63,9 @@ public struct BirdCentral: Sendable {
 
     public var isFinished: Bool { if case .finished = phase { true } else { false } }
 
+    /// Polled, between two polls (no link, none being made).
+    public var isResting: Bool { if case .resting = phase { true } else { false } }
+
     /// Connecting to its bird (or waiting to retry): no link yet.
     public var isFinding: Bool {
         if case .finding(let finder) = phase { finder.peripheral != nil } else { false }

@@ -160,11 +160,15 @@ extension BirdCentral {
         /// connected for the fleet's `forgetAfter`: nothing of it is kept.
         case forgotten(address: String)
         /// `watch --all`: how many links the adapter holds and how many it can
-        /// (given, or learned from a connection that never came while the others were up).
-        case links(adapter: String, used: Int, limit: Int, learned: Bool)
+        /// (given, or learned from connections that never came while the others
+        /// were up); nil: not known (a learned one forgotten).
+        case links(adapter: String, used: Int, limit: Int?, learned: Bool)
         /// `watch --all`: the bird is polled from now on (connect, read, disconnect
         /// every interval), to share the adapter's last link with others.
         case polled(Peripheral)
+        /// `watch --all`: a bird `auto` polled is held again (the link limit
+        /// that made it share the last link is forgotten, or held birds left).
+        case held(Peripheral)
         /// `watch --all` with several adapters: the bird is connected through
         /// another adapter (by name) than its last link was, and why.
         case adapter(Peripheral, adapter: String, AdapterChange)

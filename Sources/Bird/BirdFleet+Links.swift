@@ -48,7 +48,67 @@ extension BirdFleet {
     /// Bluetooth is back after an outage (or `adapters` came): the first
     /// attempt waits a random gap, and learned limits are learned again.
     mutating func linksRestarting(adapters: [ObjectPath]? = nil) -> [Action] {
-        scheduler?.restarting(forgetting: adapters) ?? []
+        guard var scheduler else { return [] }
+        let forgotten = scheduler.learned(among: adapters)
+        let actions = scheduler.restarting(forgetting: adapters)
+        self.scheduler = scheduler
+        return actions + forgotten.flatMap(limitForgotten)
+    }
+
+    /// Machine `id` connected through `device`: if it was checking a learned
+    /// limit, the controller holds more, and the limit is forgotten.
+    mutating func connectedPastLimit(_ id: MachineID, _ device: ObjectPath) -> [Action] {
+        let adapter = AdapterPool.adapter(of: device)
+        guard scheduler?.connected(id, on: adapter) == true else { return [] }
+        return limitForgotten(adapter)
+    }
+
+    /// A learned limit no longer holds: said (no limit known). Birds `auto`
+    /// polled because of it are held again at the next tick (`holdAgain`).
+    private func limitForgotten(_ adapter: ObjectPath) -> [Action] {
+        let name = String(adapter.rawValue.split(separator: "/").last ?? "")
+        return [.report(.links(adapter: name, used: linksUp(on: adapter).up, limit: nil, learned: false))]
+    }
+
+    /// Time to check the learned limits: one attempt past each may go.
+    mutating func recheckLimits() -> [Action] {
+        guard var scheduler, scheduler.recheckDue() else { return [] }
+        self.scheduler = scheduler
+        return [.armTimer(.limitRecheck, LinkScheduler.limitRecheck)] + grantConnects()
+    }
+
+    /// `auto`: birds it polled to share the last link are held again, the
+    /// newest first, while the held birds still leave that link free (the
+    /// limit forgotten, or held birds gone). Only those resting between
+    /// polls: one polling now is looked at on a later tick. On each forget tick.
+    mutating func holdAgain() -> [Action] {
+        guard let scheduler, scheduler.policy.otherBirds == .auto, outcome == nil else { return [] }
+        var actions: [Action] = []
+        var held = heldBirds
+        for machine in machines.reversed() {
+            guard machine.central.isResting, let address = machine.central.configuration.address,
+                scheduler.holdsByChoice(address), knownLinks.map({ held < $0 - 1 }) ?? true
+            else { continue }
+            actions += holdFromNow(machine.id)
+            held += 1
+        }
+        return actions
+    }
+
+    /// Machine `id`'s bird, resting between polls, is held from now on: a
+    /// held machine takes its place and connects at its turn.
+    private mutating func holdFromNow(_ id: MachineID) -> [Action] {
+        guard let address = machines.first(where: { $0.id == id })?.central.configuration.address,
+            let sighting = sightings[id]
+        else { return [] }
+        let heard = lastHeard[id]
+        drop(id, keepHeard: true)
+        let replacement = add(perBird(address, polled: false))
+        byAddress[address.uppercased()] = replacement
+        (lastHeard[replacement], sightings[replacement]) = (heard ?? tick, sighting)
+        let peripheral = BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
+        return [.report(.held(peripheral))]
+            + on(replacement) { [adapter] in $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting) }
     }
 
     /// The limit the user gave, said once Bluetooth is ready.
@@ -65,9 +125,14 @@ extension BirdFleet {
     /// that one link is shared by the birds beyond the limit.
     /// `path`: the adapter's object (`adapter` is its name).
     mutating func learnedLimit(_ links: Int, adapter: String, path: ObjectPath) -> [Action] {
-        guard var scheduler, scheduler.learnLimit(links, adapter: path) else { return [] }
+        guard var scheduler else { return [] }
+        let learned = scheduler.learnLimit(links, adapter: path)
         self.scheduler = scheduler
-        var actions: [Action] = [.report(.links(adapter: adapter, used: linksUp(on: path).up, limit: links, learned: true))]
+        guard learned else { return [] }
+        var actions: [Action] = [
+            .report(.links(adapter: adapter, used: linksUp(on: path).up, limit: links, learned: true)),
+            .armTimer(.limitRecheck, LinkScheduler.limitRecheck),
+        ]
         // Several adapters: the held birds of that adapter, the newest of them polled.
         let onAdapter: (BirdCentral) -> Bool = { [pooled = pool != nil] central in
             !pooled || central.currentDevice?.isDescendant(of: path) == true

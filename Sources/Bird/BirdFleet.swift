@@ -18,6 +18,8 @@ public struct BirdFleet: Sendable {
         case forgetTick
         /// `--all`: the gap after a connection attempt (see `LinkScheduler`).
         case connectGap
+        /// `--all`: time to check the learned link limits (see `LinkScheduler`).
+        case limitRecheck
         /// `--all` with several adapters: a bird new to the fleet has been
         /// listened to long enough for every adapter to hear it (see `AdapterPool`).
         case listen(String)
@@ -287,12 +289,12 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
-        scheduler?.attemptEnded(id)
         var moved: [Action] = []
         if scheduler != nil, case .success = result, let device = machines.first(where: { $0.id == id })?.central.currentDevice {
             linked.insert(device)
-            moved = connectedThrough(device, by: id)
+            moved = connectedPastLimit(id, device) + connectedThrough(device, by: id)
         }
+        scheduler?.attemptEnded(id)
         return moved + on(id) { $0.connectReplied(result) }
     }
 
@@ -362,10 +364,12 @@ public struct BirdFleet: Sendable {
         case .fleet:
             return []
         case .forgetTick:
-            return forgetUnheard()
+            return forgetUnheard() + holdAgain()
         case .connectGap:
             scheduler?.gapPassed()
             return grantConnects()
+        case .limitRecheck:
+            return recheckLimits()
         case .listen(let address):
             return listened(address)
         }

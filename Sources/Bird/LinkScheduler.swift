@@ -17,12 +17,24 @@ import DBus
 /// served), so each gets a reading at least every `pollInterval` + (polled
 /// birds ÷ free links) × the connect deadline; with the automatic policy one
 /// link is kept for polling once birds outnumber links, so no bird starves.
-/// A value, no I/O: part of `BirdFleet`.
+///
+/// A deadline also passes for a bird that left or a bluetoothd that is
+/// restarting, so one is not proof: a limit is learned from two in a row at
+/// the same count with no connection between, and a learned limit is checked
+/// again every `limitRecheck` by one attempt past it while a bird waits; if
+/// that one connects, the limit is forgotten. A value, no I/O: part of `BirdFleet`.
 struct LinkScheduler: Sendable {
     let policy: LinkPolicy
     /// Each adapter's link limit (by path) once learned; the one given
     /// (`policy.links`) applies to every adapter of the pool.
     private var learnedLimits: [ObjectPath: Int] = [:]
+    /// Per adapter, the links up at a deadline not yet believed: a second at
+    /// the same count, with no connection between, teaches the limit.
+    private var strikes: [ObjectPath: Int] = [:]
+    /// Adapters whose learned limit one attempt may pass, to check it; and
+    /// the machines making such an attempt.
+    private var rechecking: Set<ObjectPath> = []
+    private var checks: [BirdFleet.MachineID: ObjectPath] = [:]
     /// Machines whose Connect waits for the gate, first come first served,
     /// with the actions held back (the connect deadline and the Connect).
     private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath, actions: [BirdFleet.Action])] = []
@@ -43,6 +55,8 @@ struct LinkScheduler: Sendable {
     /// to as much again is added, so that gateways restarted together drift apart.
     static let connectGapMilliseconds: Int64 = 100
     static var connectGap: Duration { .milliseconds(connectGapMilliseconds) }
+    /// How often a learned limit is checked by one attempt past it.
+    static let limitRecheck = Duration.seconds(600)
 
     init(_ policy: LinkPolicy, seed: UInt64) {
         self.policy = policy
@@ -105,6 +119,7 @@ struct LinkScheduler: Sendable {
     mutating func withdraw(_ id: BirdFleet.MachineID) {
         waiting.removeAll { $0.id == id }
         linkedAtAttempt[id] = nil
+        checks[id] = nil
         attemptEnded(id)
     }
 
@@ -112,6 +127,7 @@ struct LinkScheduler: Sendable {
     /// attempt may go (after the gap).
     mutating func attemptEnded(_ id: BirdFleet.MachineID) {
         if inFlight?.id == id { inFlight = nil }
+        checks[id] = nil
     }
 
     /// The next connection attempt, if the gap has passed and a link is free
@@ -142,7 +158,13 @@ struct LinkScheduler: Sendable {
             let adapter = entry.adapter
             if adapter != lastFull && !moreFull.contains(adapter) {
                 let counts = links(adapter)
-                if counts.up < limit(on: adapter) ?? Int.max {
+                let limit = limit(on: adapter) ?? Int.max
+                let checking = counts.up == limit && rechecking.contains(adapter)
+                if counts.up < limit || checking {
+                    if checking {
+                        rechecking.remove(adapter)
+                        checks[entry.id] = adapter
+                    }
                     waiting.remove(at: index)
                     linkedAtAttempt[entry.id] = counts.linked
                     inFlight = (entry.id, entry.device)
@@ -167,10 +189,13 @@ struct LinkScheduler: Sendable {
     /// deadline that passed as bluetoothd went may have taught a wrong one (the
     /// hour-long VM soak learned a limit of 1 so, and streamed no more).
     mutating func restarting(forgetting adapters: [ObjectPath]? = nil) -> [BirdFleet.Action] {
+        rechecking.removeAll()
+        checks.removeAll()
         if let adapters {
-            for adapter in adapters { learnedLimits[adapter] = nil }
+            for adapter in adapters { (learnedLimits[adapter], strikes[adapter]) = (nil, nil) }
         } else {
             learnedLimits.removeAll()
+            strikes.removeAll()
         }
         inFlight = nil
         gapOpen = false
@@ -178,11 +203,38 @@ struct LinkScheduler: Sendable {
     }
 
     /// A connection never came while `links` others were up on `adapter`:
-    /// its controller holds no more (unless the user said otherwise). True if that is news.
+    /// the second time in a row at that count, its controller holds no more
+    /// (unless the user said otherwise). True if that is news.
     mutating func learnLimit(_ links: Int, adapter: ObjectPath) -> Bool {
         guard policy.links == nil, links > 0, learnedLimits[adapter] != links else { return false }
-        learnedLimits[adapter] = links
+        guard strikes[adapter] == links else {
+            strikes[adapter] = links
+            return false
+        }
+        (learnedLimits[adapter], strikes[adapter]) = (links, nil)
         return true
+    }
+
+    /// Machine `id` connected on `adapter`: the deadlines before prove no
+    /// limit. True if it was checking the adapter's learned limit, which is
+    /// then forgotten (the controller holds more).
+    mutating func connected(_ id: BirdFleet.MachineID, on adapter: ObjectPath) -> Bool {
+        strikes[adapter] = nil
+        guard checks.removeValue(forKey: id) == adapter, learnedLimits[adapter] != nil else { return false }
+        learnedLimits[adapter] = nil
+        return true
+    }
+
+    /// The adapters among `adapters` (nil: all) whose limit was learned.
+    func learned(among adapters: [ObjectPath]?) -> [ObjectPath] {
+        learnedLimits.keys.filter { adapters?.contains($0) ?? true }.sorted { $0.rawValue < $1.rawValue }
+    }
+
+    /// Time to check the learned limits: one attempt past each may go. False
+    /// if none is learned (the check need not come again).
+    mutating func recheckDue() -> Bool {
+        rechecking = Set(learnedLimits.keys)
+        return !rechecking.isEmpty
     }
 
     private mutating func nextGap() -> Duration {

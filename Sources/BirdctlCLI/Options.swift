@@ -66,7 +66,7 @@ extension Option {
         .seconds(default: LinkPolicy.defaultPollInterval, minimum: .milliseconds(100)))
     static let links = Option(
         "--links", "with --all: the adapter's link limit (with several adapters, each one's), never exceeded", .integer(label: "N", range: 1...64),
-        fallback: "learned from a connection that never comes")
+        fallback: "learned from connections that never come")
     static let quietAfter = Option(
         "--quiet-after",
         "probe a held bird with a read after N of its usual gaps between notifications without one; no answer ends the link (0: never)",

@@ -107,8 +107,13 @@ public struct GatewayMachine: Sendable {
     private var linksUsed = 0
     /// Each adapter's limit: with several adapters as one pool the sensor's
     /// limit is their sum (the links in use are every adapter's too).
-    private var linkLimits: [String: Int] = [:]
-    private var linkLimit: Int? { linkLimits.isEmpty ? nil : linkLimits.values.reduce(0, +) }
+    /// Per adapter said, its limit (nil: not known, a learned one forgotten).
+    private var linkLimits: [String: Int?] = [:]
+    /// Their sum, if every one is known.
+    private var linkLimit: Int? {
+        guard !linkLimits.isEmpty else { return nil }
+        return linkLimits.values.reduce(0) { sum, limit in limit.flatMap { limit in sum.map { $0 + limit } } }
+    }
     private var linksDescribed = false
 
     public init(_ configuration: Configuration) {
@@ -179,13 +184,13 @@ public struct GatewayMachine: Sendable {
             actions += setOnline(peripheral, false)
             actions.append(.publish(.event(address: peripheral.address, report)))
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
-            .paired(let p), .polled(let p), .written(let p, _, _), .adapter(let p, _, _):
+            .paired(let p), .polled(let p), .held(let p), .written(let p, _, _), .adapter(let p, _, _):
             actions.append(.publish(.event(address: p.address, report)))
         case .quiet(let p, _):
             actions.append(.publish(.event(address: p.address, report)))
         case .links(let adapter, _, let limit, _):
             actions.append(.publish(.event(address: nil, report)))
-            linkLimits[adapter] = limit
+            linkLimits[adapter] = .some(limit)
             actions += linksNow()
         case .gaveUp, .waiting:
             actions.append(.publish(.event(address: nil, report)))

@@ -185,19 +185,25 @@ struct AdapterPoolTests {
         #expect(connects(fleet.hear(3, [0: -80, 1: -40])) == [path(3, on: 0)])
     }
 
-    /// A deadline passing with links up on the adapter is its limit, learned
-    /// for that adapter alone, and no wedge.
+    /// Two deadlines in a row with one link up on an adapter are its limit,
+    /// learned for that adapter alone, and no wedge.
     @Test func aLimitIsLearnedPerAdapter() {
         var fleet = BirdFleet.pool()
         _ = fleet.hear(1, [0: -70, 1: -50])
         _ = fleet.linkUp(0, path(1, on: 1))
         #expect(connects(fleet.hear(2, [0: -90, 1: -50])) == [path(2, on: 1)])
-        let deadline = fleet.connectDeadlinePassed(1, connectedDevices: [path(1, on: 1)], adapter: "hci1")
-        #expect(reports(deadline).contains(.links(adapter: "hci1", used: 1, limit: 1, learned: true)))
-        // hci1 is full now: bird 2 goes through hci0, and so does bird 3.
-        #expect(connects(deadline + fleet.timerFired(.connectGap)) == [path(2, on: 0)])
+        let first = fleet.connectDeadlinePassed(1, connectedDevices: [path(1, on: 1)], adapter: "hci1")
+        #expect(!reports(first).contains { if case .links = $0 { true } else { false } }, "one deadline is no proof")
+        // Bird 2 tries hci0; bird 3, louder on hci1, still goes there, and is refused too.
+        #expect(connects(first + fleet.timerFired(.connectGap)) == [path(2, on: 0)])
         _ = fleet.linkUp(2, path(2, on: 0))
-        #expect(connects(fleet.hear(3, [0: -90, 1: -40])) == [path(3, on: 0)])
+        #expect(connects(fleet.hear(3, [0: -90, 1: -40])) == [path(3, on: 1)])
+        let second = fleet.connectDeadlinePassed(3, connectedDevices: [path(1, on: 1)], adapter: "hci1")
+        #expect(reports(second).contains(.links(adapter: "hci1", used: 1, limit: 1, learned: true)))
+        // hci1 is full now: bird 3 goes through hci0, and so does bird 4.
+        #expect(connects(second + fleet.timerFired(.connectGap)) == [path(3, on: 0)])
+        _ = fleet.linkUp(4, path(3, on: 0))
+        #expect(connects(fleet.hear(4, [0: -90, 1: -40])) == [path(4, on: 0)])
     }
 
     /// A polled bird whose last adapter is full (a held bird took its link)

@@ -30,20 +30,33 @@ private extension BirdFleet {
         actions += notifyStarted(id, .alpha, .success(())) + readCompleted(id, .alpha, .success(Array("50".utf8)))
         return actions
     }
+
+    /// Bird n, let through the gate as machine `id`, never connects while
+    /// `up` are connected; it is let through again at once (as machine
+    /// id + 1) and never connects again: the second deadline's actions.
+    mutating func refusedTwice(_ n: Int, id: MachineID, up: [Int]) -> [Action] {
+        let devices = up.map { bird($0).path }
+        let first = connectDeadlinePassed(id, connectedDevices: devices, adapter: "hci0")
+        #expect(first.contains(.report(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: devices.count)))))
+        #expect(!first.contains { if case .report(.links) = $0 { true } else { false } }, "one deadline is no proof")
+        #expect(connects(first + timerFired(.connectGap)) == [bird(n).path], "another chance at once")
+        return connectDeadlinePassed(id + 1, connectedDevices: devices, adapter: "hci0")
+    }
 }
 
 @Suite("Links: held and polled birds on an adapter with few links")
 struct LinkSchedulerTests {
     /// Three birds fill a controller that takes three; the fourth's Connect
-    /// never completes. The limit is learned from that, said, and one link is
-    /// made free for polling: the newest bird held by choice is polled from then on.
+    /// never completes, twice. The limit is learned from that, said, and one
+    /// link is made free for polling: the newest bird held by choice is
+    /// polled from then on.
     @Test func aLimitIsLearnedAndOneLinkKeptForPolling() {
         var fleet = BirdFleet(watchAlpha, all: true)
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
         for n in 1...3 { #expect(connects(fleet.stream(n, id: n - 1)) == [bird(n).path]) }
         let fourth = bird(4)
         #expect(connects(fleet.deviceSighted(fourth.sighting) + fleet.timerFired(.connectGap)) == [fourth.path])
-        let deadline = fleet.connectDeadlinePassed(3, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let deadline = fleet.refusedTwice(4, id: 3, up: [1, 2, 3])
         let said = reports(deadline)
         #expect(said.contains(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: 3))))
         #expect(said.contains(.links(adapter: "hci0", used: 3, limit: 3, learned: true)))
@@ -57,7 +70,76 @@ struct LinkSchedulerTests {
         let freed = fleet.deviceDisconnected(bird(3).path) + fleet.timerFired(.connectGap)
         #expect(connects(freed) == [fourth.path])
         // Bird 3's poll comes later, and waits for a free link too.
-        #expect(connects(fleet.timerFired(.machine(4, .poll)) + fleet.timerFired(.connectGap)) == [])
+        #expect(connects(fleet.timerFired(.machine(5, .poll)) + fleet.timerFired(.connectGap)) == [])
+    }
+
+    /// A deadline passes for a bird that left too (a passer-by, an address
+    /// that rotated): a connection between two deadlines shows the
+    /// controller took another link, and nothing is learned.
+    @Test func aConnectionBetweenTwoDeadlinesTeachesNothing() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
+        #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        // Bird 1's link is lost meanwhile, and it is heard again.
+        _ = fleet.deviceDisconnected(bird(1).path)
+        _ = fleet.deviceSighted(bird(1).sighting)
+        let first = fleet.connectDeadlinePassed(3, connectedDevices: [2, 3].map { bird($0).path }, adapter: "hci0")
+        #expect(connects(first + fleet.timerFired(.connectGap)) == [bird(1).path])
+        #expect(connects(fleet.connectReplied(0, .success(())) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        let second = fleet.connectDeadlinePassed(4, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        #expect(!reports(second).contains { if case .links = $0 { true } else { false } }, "\(reports(second))")
+        // A third in a row is: the limit.
+        #expect(connects(second + fleet.timerFired(.connectGap)) == [bird(4).path])
+        let third = fleet.connectDeadlinePassed(5, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        #expect(reports(third).contains(.links(adapter: "hci0", used: 3, limit: 3, learned: true)))
+    }
+
+    /// A learned limit is checked every 10 minutes by one attempt past it:
+    /// if that one connects, the limit was wrong, is forgotten (said), and
+    /// the bird `auto` polled for it is held again; if not, the limit stays.
+    @Test func aLearnedLimitIsCheckedAndForgottenWhenAConnectionPassesIt() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
+        #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        let learned = fleet.refusedTwice(4, id: 3, up: [1, 2, 3])
+        #expect(learned.contains(.armTimer(.limitRecheck, .seconds(600))))
+        // Bird 3 polled from now on (machine 5); bird 4 (machine 4) takes its link.
+        _ = fleet.deviceDisconnected(bird(3).path)
+        _ = fleet.timerFired(.connectGap)
+        _ = fleet.connectReplied(4, .success(()))
+        _ = fleet.servicesResolved(device: bird(4).path, characteristics: [.alpha: bird(4).alpha])
+        _ = fleet.notifyStarted(4, .alpha, .success(()))
+        // Bird 3's poll waits at the limit until the check lets it past.
+        #expect(connects(fleet.timerFired(.machine(5, .poll)) + fleet.timerFired(.connectGap)) == [])
+        let check = fleet.timerFired(.limitRecheck)
+        #expect(check.contains(.armTimer(.limitRecheck, .seconds(600))))
+        #expect(connects(check) == [bird(3).path])
+        let passed = reports(fleet.connectReplied(5, .success(())))
+        #expect(passed.contains(.links(adapter: "hci0", used: 4, limit: nil, learned: false)), "\(passed)")
+        // Read, let go; at the next tick it is held again, and connects.
+        _ = fleet.servicesResolved(device: bird(3).path, characteristics: [.alpha: bird(3).alpha])
+        _ = fleet.readCompleted(5, .alpha, .success(Array("30".utf8)))
+        _ = fleet.deviceDisconnected(bird(3).path)
+        let tick = fleet.timerFired(.forgetTick)
+        #expect(reports(tick).contains { if case .held(let p) = $0 { p.address == bird(3).address } else { false } }, "\(tick)")
+        #expect(connects(tick + fleet.timerFired(.connectGap)) == [bird(3).path])
+    }
+
+    /// A check that never connects leaves the limit as it was, said nowhere.
+    @Test func aCheckThatFailsKeepsTheLimit() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(otherBirds: .held))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
+        #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        _ = fleet.refusedTwice(4, id: 3, up: [1, 2, 3])
+        // Bird 4 waits at the limit (held birds are never dropped); the check lets it try once.
+        #expect(connects(fleet.timerFired(.connectGap)) == [])
+        #expect(connects(fleet.timerFired(.limitRecheck)) == [bird(4).path])
+        let failed = fleet.connectDeadlinePassed(5, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        #expect(!reports(failed).contains { if case .links = $0 { true } else { false } }, "\(reports(failed))")
+        #expect(connects(failed + fleet.timerFired(.connectGap)) == [], "the limit holds again")
     }
 
     /// A learned limit is forgotten when bluetoothd comes back: a deadline
@@ -68,11 +150,13 @@ struct LinkSchedulerTests {
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
         for n in 1...3 { _ = fleet.stream(n, id: n - 1) }
         #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
-        let deadline = fleet.connectDeadlinePassed(3, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let deadline = fleet.refusedTwice(4, id: 3, up: [1, 2, 3])
         #expect(reports(deadline).contains(.links(adapter: "hci0", used: 3, limit: 3, learned: true)))
 
         _ = fleet.bluetoothUnavailable(BlueZError(.bluetoothdNotRunning, name: "org.freedesktop.DBus.Error.ServiceUnknown", message: ""))
-        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        // Said: the limit is no longer known.
+        #expect(reports(fleet.bluetoothReady(adapter: adapter, requested: nil)).contains(
+            .links(adapter: "hci0", used: 0, limit: nil, learned: false)))
         // Four birds heard again: each let through in turn, the fourth too
         // (with the old limit it would wait while three links are up).
         var connected: [ObjectPath] = []
@@ -140,8 +224,11 @@ struct LinkSchedulerTests {
         _ = fleet.stream(2, id: 1)
         #expect(fleet.stream(3, id: 2).contains(.disconnect(bird(3).path)), "polled: read and let go")
         #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        // Refused once, let through again while bird 3's link is still going down.
+        let first = fleet.connectDeadlinePassed(3, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        #expect(connects(first + fleet.timerFired(.connectGap)) == [bird(4).path])
         _ = fleet.deviceDisconnected(bird(3).path)
-        let deadline = fleet.connectDeadlinePassed(3, connectedDevices: [bird(1).path, bird(2).path], adapter: "hci0")
+        let deadline = fleet.connectDeadlinePassed(4, connectedDevices: [bird(1).path, bird(2).path], adapter: "hci0")
         #expect(reports(deadline).contains(.links(adapter: "hci0", used: 2, limit: 3, learned: true)), "\(reports(deadline))")
     }
 

@@ -76,6 +76,18 @@ struct FormattingTests {
         #expect(Self.text.eventText(.disconnected(Self.robin)) == "disconnected from Robin (F0:0D:B1:7D:00:01)")
     }
 
+    /// A link limit learned, and one forgotten (null: not known), in both forms.
+    @Test func linksEventsSayALimitOrNone() {
+        #expect(Self.json.eventLine(.links(adapter: "hci0", used: 2, limit: 2, learned: true))?.hasSuffix(
+            #""event":"links","adapter":"hci0","used":2,"limit":2,"limit_learned":true}"#) == true)
+        #expect(Self.json.eventLine(.links(adapter: "hci0", used: 4, limit: nil, learned: false))?.hasSuffix(
+            #""event":"links","adapter":"hci0","used":4,"limit":null,"limit_learned":false}"#) == true)
+        #expect(Self.text.eventText(.links(adapter: "hci0", used: 4, limit: nil, learned: false))
+            == "hci0 holds 4 links; its limit is not known (the one learned no longer holds)")
+        #expect(Self.json.eventLine(.held(Self.robin))?.hasSuffix(
+            #""event":"held","address":"F0:0D:B1:7D:00:01"}"#) == true)
+    }
+
     @Test func colourOnlyWhenAskedFor() {
         let plain = Self.text.styled(.color(RGBColor(red: 1, green: 2, blue: 3)))
         #expect(plain == "#010203")

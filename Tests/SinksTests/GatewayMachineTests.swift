@@ -69,6 +69,11 @@ struct GatewayMachineTests {
             .publishSticky(.links(used: 1, limit: 5))))
         #expect(machine.report(.links(adapter: "hci1", used: 0, limit: 1, learned: true)).contains(
             .publishSticky(.links(used: 1, limit: 4))))
+        // A learned limit forgotten: the sum is not known while one adapter's is not.
+        #expect(machine.report(.links(adapter: "hci0", used: 1, limit: nil, learned: false)).contains(
+            .publishSticky(.links(used: 1, limit: nil))))
+        #expect(machine.report(.links(adapter: "hci0", used: 1, limit: 3, learned: true)).contains(
+            .publishSticky(.links(used: 1, limit: 4))))
         var quiet = GatewayMachine.running([], discovery: false)
         #expect(!quiet.report(.connected(robin)).contains(.publishSticky(.birdDiscovery(robin))))
     }

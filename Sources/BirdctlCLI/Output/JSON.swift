@@ -15,6 +15,7 @@ public struct JSONObject {
         case number(String)
         case integer(Int)
         case bool(Bool)
+        case null
         case object(JSONObject)
         case array([JSONObject])
         case list([Value])
@@ -25,6 +26,7 @@ public struct JSONObject {
             case .number(let n): out += n.utf8
             case .integer(let i): out += String(i).utf8
             case .bool(let b): out += (b ? "true" : "false").utf8
+            case .null: out += "null".utf8
             case .object(let o): out += o.renderedBytes
             case .array(let items): Value.list(items.map(Value.object)).append(to: &out)
             case .list(let items):

@@ -143,11 +143,13 @@ struct ReportFormatter {
             var object = event("links", nil)
             object.add("adapter", adapter)
             object.add("used", .integer(used))
-            object.add("limit", .integer(limit))
+            object.add("limit", limit.map(JSONObject.Value.integer) ?? .null)
             object.add("limit_learned", .bool(learned))
             return object.rendered
         case .polled(let p):
             return event("polled", p).rendered
+        case .held(let p):
+            return event("held", p).rendered
         case .adapter(let p, let adapter, let reason):
             var object = event("adapter", p)
             object.add("adapter", adapter)
@@ -184,9 +186,12 @@ struct ReportFormatter {
         case .gaveUp(let failure): failure.message
         case .waiting(let message): message
         case .forgotten(let address): "forgot \(address): not heard for a while"
-        case .links(let adapter, let used, let limit, let learned):
-            "\(adapter) holds \(used) of at most \(limit) links" + (learned ? " (the limit learned from a connection that never came)" : "")
+        case .links(let adapter, let used, let limit?, let learned):
+            "\(adapter) holds \(used) of at most \(limit) links" + (learned ? " (the limit learned from connections that never came)" : "")
+        case .links(let adapter, let used, nil, _):
+            "\(adapter) holds \(used) links; its limit is not known (the one learned no longer holds)"
         case .polled(let p): "polling \(label(p)) from now on, to share the last link"
+        case .held(let p): "holding \(label(p)) from now on: a link is free for it"
         case .adapter(let p, let adapter, let reason): "\(label(p)) is connected through \(adapter) now (\(reason.rawValue))"
         case .quiet(let p, let probe): quietText(p, probe)
         case .pairing(let p): "pairing with \(label(p))"
