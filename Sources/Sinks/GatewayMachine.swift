@@ -27,12 +27,26 @@ public struct GatewayMachine: Sendable {
         /// The buffer dropped this many of its oldest.
         case dropped(Int)
         /// How many birds the gateway holds links to, and the adapter's limit
-        /// when known (given, or learned): retained, for Home Assistant.
-        case links(used: Int, limit: Int?)
+        /// when known (given, or learned): retained, for Home Assistant. With
+        /// several adapters (a pool), each one's too, by name.
+        case links(used: Int, limit: Int?, adapters: [AdapterLinks] = [])
         /// The gateway's links sensor (its discovery config).
         case linksDiscovery
+        /// With several adapters: one adapter's links sensors.
+        case adapterLinksDiscovery(adapter: String)
         /// Empty retained messages on each of the bird's topics and configs.
         case clearing(address: String)
+    }
+
+    /// One adapter's links in use and its limit (nil: not known).
+    public struct AdapterLinks: Hashable, Sendable {
+        public let adapter: String
+        public let used: Int
+        public let limit: Int?
+
+        public init(adapter: String, used: Int, limit: Int?) {
+            (self.adapter, self.used, self.limit) = (adapter, used, limit)
+        }
     }
 
     public enum Action: Hashable, Sendable {
@@ -81,6 +95,8 @@ public struct GatewayMachine: Sendable {
     struct Bird: Sendable {
         var values: [BirdField: BirdValue] = [:]
         var online = false
+        /// While online: the adapter of its link (`hciN`), if known.
+        var adapter: String?
         var discovered = false
         /// Listed in `stateDue`.
         var stateDue = false
@@ -115,6 +131,9 @@ public struct GatewayMachine: Sendable {
         return linkLimits.values.reduce(0) { sum, limit in limit.flatMap { limit in sum.map { $0 + limit } } }
     }
     private var linksDescribed = false
+    /// With several adapters: each one's links in use, and those whose sensors were described.
+    private var adapterLinksUsed: [String: Int] = [:]
+    private var adapterLinksDescribed: Set<String> = []
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -335,6 +354,11 @@ public struct GatewayMachine: Sendable {
         actions.append(.publishSticky(.birdStatus(address: address, online: online)))
         if changed {
             linksUsed += online ? 1 : -1
+            // Counted on the adapter it came up on, whatever the report going down says.
+            if let adapter = online ? peripheral.adapterName : bird.adapter {
+                adapterLinksUsed[adapter, default: 0] += online ? 1 : -1
+            }
+            birds[address]?.adapter = online ? peripheral.adapterName : nil
             actions += linksNow()
         }
         return actions
@@ -347,6 +371,15 @@ public struct GatewayMachine: Sendable {
             linksDescribed = true
             actions.append(.publishSticky(.linksDiscovery))
         }
-        return actions + [.publishSticky(.links(used: linksUsed, limit: linkLimit))]
+        // One adapter: the gateway's sensors are its own. Several: each its sensors too.
+        let adapters = Set(linkLimits.keys).union(adapterLinksUsed.keys).sorted()
+        guard adapters.count > 1 else { return actions + [.publishSticky(.links(used: linksUsed, limit: linkLimit))] }
+        if configuration.discovery {
+            for adapter in adapters where adapterLinksDescribed.insert(adapter).inserted {
+                actions.append(.publishSticky(.adapterLinksDiscovery(adapter: adapter)))
+            }
+        }
+        let each = adapters.map { AdapterLinks(adapter: $0, used: adapterLinksUsed[$0] ?? 0, limit: linkLimits[$0] ?? nil) }
+        return actions + [.publishSticky(.links(used: linksUsed, limit: linkLimit, adapters: each))]
     }
 }

@@ -209,6 +209,26 @@ struct GatewayReadBackTests {
         #expect(messages.retainedOnline(message) == nil, "\(message.topic)")
     }
 
+    /// Several adapters: each one's figures in the links state, and two
+    /// sensors per adapter reading them; a name not BlueZ's goes nowhere.
+    @Test func eachAdapterOfAPoolHasItsLinksSensors() throws {
+        let gateway = GatewayMessages(prefix: "gw")
+        let events = ReportFormatter(json: true, color: false)
+        let state = gateway.render(.links(used: 1, limit: nil, adapters: [
+            .init(adapter: "hci0", used: 1, limit: 3), .init(adapter: "hci1", used: 0, limit: nil),
+            .init(adapter: "hci1\"}", used: 0, limit: nil),
+        ]), events: events, version: "0")
+        #expect(state.map(\.topic) == ["gw/links"])
+        #expect(String(decoding: try #require(state.first).payload, as: UTF8.self)
+            == #"{"used":1,"adapters":{"hci0":{"used":1,"limit":3},"hci1":{"used":0}}}"#)
+        let sensors = gateway.render(.adapterLinksDiscovery(adapter: "hci1"), events: events, version: "0")
+        #expect(sensors.map(\.topic) == ["homeassistant/sensor/birdctl_gw_links_hci1/config", "homeassistant/sensor/birdctl_gw_link_limit_hci1/config"])
+        let limit = String(decoding: sensors[1].payload, as: UTF8.self)
+        #expect(limit.contains(#""name":"Link limit hci1""#) && limit.contains(#""unique_id":"birdctl_gw_link_limit_hci1""#))
+        #expect(limit.contains("value_json.adapters.hci1.limit if value and value_json.adapters is defined and value_json.adapters.hci1 is defined"))
+        #expect(gateway.render(.adapterLinksDiscovery(adapter: "hci1/x"), events: events, version: "0").isEmpty)
+    }
+
     @Test func retiringTakesOnlyThisGatewaysTopics() {
         let gateway = GatewayMessages(prefix: "gw")
         let robin = "F0:0D:B1:7D:00:01"
@@ -216,13 +236,15 @@ struct GatewayReadBackTests {
             "gw/status", "gw/\(robin)", "gw/\(robin)/alpha", "gw/\(robin)/status", "gw/F0:0D:B1:7D:00:02/name",
             "homeassistant/binary_sensor/birdctl_gw/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config",
             "homeassistant/sensor/birdctl_gw_f00db17d0002_name/config", "homeassistant/number/birdctl_gw_F00DB17D0001_alpha_set/config",
+            "gw/links", "homeassistant/sensor/birdctl_gw_links_hci1/config", "homeassistant/sensor/birdctl_gw_link_limit_hci12/config",
             // Not this gateway's: a gateway under its prefix, another, a look-alike, anyone's.
             "gw/nested/status", "gw/nested/\(robin)/alpha", "homeassistant/sensor/birdctl_gw_nested_F00DB17D0001_alpha/config",
             "homeassistant/sensor/birdctl_gwx_F00DB17D0001_alpha/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_size/config",
             "homeassistant/sensor/birdctl_gw_F00DB17D000Z_alpha/config", "gw/notes", "homeassistant/sensor/thermo/config",
             "homeassistant/number/birdctl_gw_F00DB17D0001_alpha/config", "homeassistant/light/birdctl_gw_F00DB17D0001_alpha_set/config",
+            "homeassistant/sensor/birdctl_gw_links_hciX/config", "homeassistant/sensor/birdctl_gw_links_nested/config",
         ]
-        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<9]))
+        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<12]))
         #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6], topics[8]])
         #expect(gateway.topicsToClear(topics, onlyBirds: ["F0:0D:B1:7D:00:02"]) == [topics[4], topics[7]])
     }

@@ -142,3 +142,37 @@ struct AdapterPoolEndToEndTests {
         }
     }
 }
+
+/// The MQTT gateway over a pool: the links state carries each adapter's
+/// figures, each adapter gets its two sensors, and `retire` clears them.
+@Suite("Several adapters as one pool, through the MQTT gateway")
+struct AdapterPoolGatewayTests {
+    @Test func eachAdapterHasItsLinksSensorsUntilTheGatewayRetires() async throws {
+        let fake = try await FakeBlueZ(adapters: 2)
+        try await fake.addBird(address: "F0:0D:B1:7D:00:01", rssi: -45)
+        try await fake.addBird(on: "hci1", address: "F0:0D:B1:7D:00:02", rssi: -45)
+        let broker = try await MosquittoBroker()
+        let watch = try fake.launch(
+            "watch", "--all", "alpha", "--json", "--adapter", "hci0,hci1", "--links", "3", "--mqtt", broker.url(prefix: "gw"))
+        var adapters: Set<String> = []
+        while adapters.count < 2 {
+            let event = try parseJSON(try await watch.line(containing: "\"event\":\"connected\"", within: .seconds(30)))
+            adapters.insert(event["adapter"] as? String ?? "")
+        }
+        let links = #"{"used":2,"limit":6,"adapters":{"hci0":{"used":1,"limit":3},"hci1":{"used":1,"limit":3}}}"#
+        let published = await poll(within: .seconds(20), every: .milliseconds(200)) {
+            (try? await broker.retained("gw/links"))?["gw/links"] == links
+        }
+        let last = try await broker.retained("gw/links")
+        #expect(published, "\(last)")
+        let sensors = try await broker.retained("homeassistant/sensor/+/config").keys.filter { $0.contains("birdctl_gw_link") }
+        #expect(Set(sensors) == Set(["links", "link_limit", "links_hci0", "link_limit_hci0", "links_hci1", "link_limit_hci1"]
+            .map { "homeassistant/sensor/birdctl_gw_\($0)/config" }), "\(sensors)")
+        watch.signal(SIGTERM)
+        #expect(try await watch.waitForExit() == 0)
+        let retired = try await BirdctlProcess.run(["retire", "--mqtt", broker.url(prefix: "gw")], environment: [:])
+        #expect(retired.status == 0, "\(retired.stderr)")
+        let left = try await broker.retained("#").keys.filter { $0.hasPrefix("gw/") || $0.contains("birdctl_gw") }
+        #expect(left.isEmpty, "\(left)")
+    }
+}

@@ -64,16 +64,28 @@ struct GatewayMachineTests {
         // The limit, once given or learned, goes with it.
         #expect(machine.report(.links(adapter: "hci0", used: 1, limit: 3, learned: true)).contains(
             .publishSticky(.links(used: 1, limit: 3))))
-        // Several adapters as one pool: the sensor's limit is their sum; an adapter's news replaces its own.
-        #expect(machine.report(.links(adapter: "hci1", used: 0, limit: 2, learned: true)).contains(
-            .publishSticky(.links(used: 1, limit: 5))))
+        // Several adapters as one pool: the sensor's limit is their sum, each
+        // adapter's figures go with it, and each adapter's sensors are described once.
+        let hci1 = GatewayMachine.AdapterLinks(adapter: "hci1", used: 0, limit: 2)
+        #expect(machine.report(.links(adapter: "hci1", used: 0, limit: 2, learned: true)) == [
+            .publish(.event(address: nil, .links(adapter: "hci1", used: 0, limit: 2, learned: true))),
+            .publishSticky(.adapterLinksDiscovery(adapter: "hci0")), .publishSticky(.adapterLinksDiscovery(adapter: "hci1")),
+            .publishSticky(.links(used: 1, limit: 5, adapters: [.init(adapter: "hci0", used: 1, limit: 3), hci1])),
+        ])
+        // An adapter's news replaces its own.
         #expect(machine.report(.links(adapter: "hci1", used: 0, limit: 1, learned: true)).contains(
-            .publishSticky(.links(used: 1, limit: 4))))
+            .publishSticky(.links(used: 1, limit: 4, adapters: [.init(adapter: "hci0", used: 1, limit: 3), .init(adapter: "hci1", used: 0, limit: 1)]))))
         // A learned limit forgotten: the sum is not known while one adapter's is not.
         #expect(machine.report(.links(adapter: "hci0", used: 1, limit: nil, learned: false)).contains(
-            .publishSticky(.links(used: 1, limit: nil))))
+            .publishSticky(.links(used: 1, limit: nil, adapters: [.init(adapter: "hci0", used: 1, limit: nil), .init(adapter: "hci1", used: 0, limit: 1)]))))
         #expect(machine.report(.links(adapter: "hci0", used: 1, limit: 3, learned: true)).contains(
-            .publishSticky(.links(used: 1, limit: 4))))
+            .publishSticky(.links(used: 1, limit: 4, adapters: [.init(adapter: "hci0", used: 1, limit: 3), .init(adapter: "hci1", used: 0, limit: 1)]))))
+        // A bird on hci1 counts there, and its going down counts there too.
+        let wren = BirdCentral.Peripheral(path: "/org/bluez/hci1/dev_F0_0D_B1_7D_00_02", address: "F0:0D:B1:7D:00:02", name: "Wren")
+        #expect(machine.report(.connected(wren)).contains(
+            .publishSticky(.links(used: 2, limit: 4, adapters: [.init(adapter: "hci0", used: 1, limit: 3), .init(adapter: "hci1", used: 1, limit: 1)]))))
+        #expect(machine.report(.disconnected(wren)).contains(
+            .publishSticky(.links(used: 1, limit: 4, adapters: [.init(adapter: "hci0", used: 1, limit: 3), .init(adapter: "hci1", used: 0, limit: 1)]))))
         var quiet = GatewayMachine.running([], discovery: false)
         #expect(!quiet.report(.connected(robin)).contains(.publishSticky(.birdDiscovery(robin))))
     }

@@ -49,12 +49,24 @@ struct GatewayMessages {
         case .gatewayStatus(let online): return [gatewayStatus(online: online)]
         case .probe: return [MQTTMessage(probeTopic, probeToken, retain: false)]
         case .gatewayDiscovery: return [gatewayDiscovery(version: version)]
-        case .links(let used, let limit):
+        case .links(let used, let limit, let adapters):
             var object = JSONObject()
             object.add("used", .integer(used))
             if let limit { object.add("limit", .integer(limit)) }
+            if !adapters.isEmpty {
+                var each = JSONObject()
+                for adapter in adapters where Self.isAdapterName(adapter.adapter) {
+                    var links = JSONObject()
+                    links.add("used", .integer(adapter.used))
+                    if let limit = adapter.limit { links.add("limit", .integer(limit)) }
+                    each.add(adapter.adapter, .object(links))
+                }
+                object.add("adapters", .object(each))
+            }
             return [MQTTMessage(linksTopic, object.rendered, retain: true)]
         case .linksDiscovery: return linksDiscovery(version: version)
+        case .adapterLinksDiscovery(let adapter):
+            return Self.isAdapterName(adapter) ? linksDiscovery(version: version, adapter: adapter) : []
         case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
         case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
         case .value(let address, let value): return [self.value(address, value)]
@@ -176,23 +188,42 @@ struct GatewayMessages {
 
     /// `PREFIX/links`: `{"used":N,"limit":L}` (no limit until known).
     var linksTopic: String { prefix + "/links" }
-    /// The links sensors' configs: links in use, and the limit.
-    var linksDiscoveryTopics: [String] {
-        ["links", "link_limit"].map { "homeassistant/sensor/birdctl_\(gatewayID)_\($0)/config" }
+    /// The links sensors' configs: links in use, and the limit (of the
+    /// gateway, or with several adapters of one of them).
+    func linksDiscoveryTopics(adapter: String? = nil) -> [String] {
+        ["links", "link_limit"].map { "homeassistant/sensor/birdctl_\(gatewayID)_\($0)\(adapter.map { "_" + $0 } ?? "")/config" }
+    }
+
+    /// `hciN`: what BlueZ names an adapter; nothing else goes into a topic or a template.
+    static func isAdapterName(_ name: String) -> Bool {
+        name.hasPrefix("hci") && name.count > 3 && name.count <= 8 && name.dropFirst(3).allSatisfy(\.isASCII) && name.dropFirst(3).allSatisfy(\.isNumber)
+    }
+
+    /// Whether `topic` is one adapter's links sensor config of this gateway's.
+    func isAdapterLinksDiscoveryTopic(_ topic: String) -> Bool {
+        for sensor in ["links", "link_limit"] {
+            let head = "homeassistant/sensor/birdctl_\(gatewayID)_\(sensor)_"
+            guard topic.hasPrefix(head), topic.hasSuffix("/config") else { continue }
+            if Self.isAdapterName(String(topic.dropFirst(head.count).dropLast("/config".count))) { return true }
+        }
+        return false
     }
 
     /// Two sensors on the gateway's device: the links in use, and the
     /// adapter's limit (unknown until given or learned). No JSON attributes:
     /// the topic cleared (an empty payload) would be "Erroneous JSON".
-    func linksDiscovery(version: String) -> [MQTTMessage] {
+    func linksDiscovery(version: String, adapter: String? = nil) -> [MQTTMessage] {
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
-        return zip(linksDiscoveryTopics, [("Links", "used"), ("Link limit", "limit")]).map { topic, sensor in
+        // One adapter's figures sit under `adapters` in the same state.
+        let path = adapter.map { "value_json.adapters.\($0)" } ?? "value_json"
+        let guarded = adapter.map { " and value_json.adapters is defined and value_json.adapters.\($0) is defined" } ?? ""
+        return zip(linksDiscoveryTopics(adapter: adapter), [("Links", "used"), ("Link limit", "limit")]).map { topic, sensor in
             var config = JSONObject()
-            config.add("name", sensor.0)
-            config.add("unique_id", "birdctl_\(gatewayID)_" + (sensor.1 == "used" ? "links" : "link_limit"))
+            config.add("name", sensor.0 + (adapter.map { " " + $0 } ?? ""))
+            config.add("unique_id", "birdctl_\(gatewayID)_" + (sensor.1 == "used" ? "links" : "link_limit") + (adapter.map { "_" + $0 } ?? ""))
             config.add("state_topic", linksTopic)
-            config.add("value_template", "{{ value_json.\(sensor.1) if value and value_json.\(sensor.1) is defined else '' }}")
+            config.add("value_template", "{{ \(path).\(sensor.1) if value\(guarded) and \(path).\(sensor.1) is defined else '' }}")
             config.add("availability_topic", statusTopic)
             config.add("icon", "mdi:link-variant")
             config.add("entity_category", "diagnostic")
@@ -280,7 +311,8 @@ struct GatewayMessages {
             let bird = birdOfTopic(topic)?.uppercased() ?? birdOfSensorConfig(topic)
             guard let birds else {
                 // Not all of PREFIX/#: a gateway may have a prefix under ours.
-                return bird != nil || ([statusTopic, gatewayDiscoveryTopic, linksTopic] + linksDiscoveryTopics).contains(topic)
+                return bird != nil || ([statusTopic, gatewayDiscoveryTopic, linksTopic] + linksDiscoveryTopics()).contains(topic)
+                    || isAdapterLinksDiscoveryTopic(topic)
             }
             return bird.map(birds.contains) ?? false
         }
