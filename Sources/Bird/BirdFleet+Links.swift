@@ -78,16 +78,18 @@ extension BirdFleet {
     }
 
     /// `auto`: birds it polled to share the last link are held again, the
-    /// newest first, while the held birds still leave that link free (the
-    /// limit forgotten, or held birds gone). Only those resting between
-    /// polls: one polling now is looked at on a later tick. On each forget tick.
+    /// newest first, while the held birds still leave that link free (held
+    /// birds gone); with the limit not known (forgotten), one a tick, so that
+    /// a limit learned again finds the bird just held still connecting, and
+    /// polls it again. Only those resting between polls: one polling now is
+    /// looked at on a later tick. On each forget tick.
     mutating func holdAgain() -> [Action] {
         guard let scheduler, scheduler.policy.otherBirds == .auto, outcome == nil else { return [] }
         var actions: [Action] = []
         var held = heldBirds
         for machine in machines.reversed() {
             guard machine.central.isResting, let address = machine.central.configuration.address,
-                scheduler.holdsByChoice(address), knownLinks.map({ held < $0 - 1 }) ?? true
+                scheduler.holdsByChoice(address), knownLinks.map({ held < $0 - 1 }) ?? actions.isEmpty
             else { continue }
             actions += holdFromNow(machine.id)
             held += 1

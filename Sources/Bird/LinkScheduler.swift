@@ -20,7 +20,8 @@ import DBus
 ///
 /// A deadline also passes for a bird that left or a bluetoothd that is
 /// restarting, so one is not proof: a limit is learned from two in a row at
-/// the same count with no connection between, and a learned limit is checked
+/// the same count k with no connection between made while k or more links
+/// were up (one made with fewer says nothing of k), and a learned limit is checked
 /// again every `limitRecheck` by one attempt past it while a bird waits; if
 /// that one connects, the limit is forgotten. A value, no I/O: part of `BirdFleet`.
 struct LinkScheduler: Sendable {
@@ -29,7 +30,7 @@ struct LinkScheduler: Sendable {
     /// (`policy.links`) applies to every adapter of the pool.
     private var learnedLimits: [ObjectPath: Int] = [:]
     /// Per adapter, the links up at a deadline not yet believed: a second at
-    /// the same count, with no connection between, teaches the limit.
+    /// the same count, with no connection past that count between, teaches the limit.
     private var strikes: [ObjectPath: Int] = [:]
     /// Adapters whose learned limit one attempt may pass, to check it; and
     /// the machines making such an attempt.
@@ -189,13 +190,15 @@ struct LinkScheduler: Sendable {
     /// deadline that passed as bluetoothd went may have taught a wrong one (the
     /// hour-long VM soak learned a limit of 1 so, and streamed no more).
     mutating func restarting(forgetting adapters: [ObjectPath]? = nil) -> [BirdFleet.Action] {
-        rechecking.removeAll()
-        checks.removeAll()
         if let adapters {
             for adapter in adapters { (learnedLimits[adapter], strikes[adapter]) = (nil, nil) }
+            rechecking.subtract(adapters)
+            checks = checks.filter { !adapters.contains($0.value) }
         } else {
             learnedLimits.removeAll()
             strikes.removeAll()
+            rechecking.removeAll()
+            checks.removeAll()
         }
         inFlight = nil
         gapOpen = false
@@ -212,14 +215,17 @@ struct LinkScheduler: Sendable {
             return false
         }
         (learnedLimits[adapter], strikes[adapter]) = (links, nil)
+        // A check waiting for the old limit would pass the new one.
+        rechecking.remove(adapter)
         return true
     }
 
-    /// Machine `id` connected on `adapter`: the deadlines before prove no
+    /// Machine `id` connected on `adapter`: if `linked` or more links were
+    /// up when its attempt went, the deadline before at that count was no
     /// limit. True if it was checking the adapter's learned limit, which is
     /// then forgotten (the controller holds more).
     mutating func connected(_ id: BirdFleet.MachineID, on adapter: ObjectPath) -> Bool {
-        strikes[adapter] = nil
+        if let strike = strikes[adapter], linkedAtAttempt[id, default: 0] >= strike { strikes[adapter] = nil }
         guard checks.removeValue(forKey: id) == adapter, learnedLimits[adapter] != nil else { return false }
         learnedLimits[adapter] = nil
         return true

@@ -191,6 +191,7 @@ public final class BirdctlProcess: @unchecked Sendable {
         var timer: Task<Void, Never>?
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LineOutcome, Never>) in
             let id: Int? = lock.withLock {
+                precondition(waiting == nil, "one nextLine at a time: a second would leave the first waiting for ever")
                 waits += 1
                 waiting = (waits, continuation)
                 handOver()
