@@ -20,7 +20,7 @@ extension BirdFleet {
             let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }
             actions += translate(stop, from: id)
             drop(id)
-            if let address = central.configuration.address { actions.append(.report(.forgotten(address: address))) }
+            if let address = central.configuration.address { actions += [.report(.forgotten(address: address)), .uncache(address)] }
         }
         return actions + [.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)]
     }

@@ -53,6 +53,13 @@ public struct BirdFleet: Sendable {
         case cancelPairing(ObjectPath)
         /// Have BlueZ forget the device at this address; answered by `forgetCompleted`.
         case forget(MachineID, String)
+        /// `all`: a bird forgotten (neither heard nor connected for
+        /// `forgetAfter`). BlueZ keeps for good a device it was asked to
+        /// connect to (Connect makes it non-temporary), with its GATT
+        /// objects, in its memory and in ours: unless it is bonded or
+        /// connected, have BlueZ drop it, as it drops a device it only heard.
+        /// Heard again, BlueZ makes it anew. Not answered.
+        case uncache(String)
         case armTimer(Timer, Duration)
         case cancelTimer(Timer)
         case report(BirdCentral.Report)

@@ -316,6 +316,13 @@ public final class CentralDriver: @unchecked Sendable {
             }
         case .cancelPairing(let device):
             core.cleanup { done in client.perform(.cancelPairing(device: device)) { _ in done() } }
+        case .uncache(let address):
+            // On every adapter (a pool's birds are a device under each); bonds and links stay.
+            for adapter in client.tree.adapters {
+                guard let device = client.tree.device(address: address, on: adapter.path), !device.paired, !device.connected
+                else { continue }
+                client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
+            }
         case .forget(let id, let address):
             guard let adapter = core.adapter,
                 let device = client.tree.device(address: address, on: adapter.path)
