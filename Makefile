@@ -254,6 +254,8 @@ demo: deps-vm release
 # birdctl without the Swift toolchain), on each of VM_PLATFORMS in turn; fails
 # after all ran if any failed.
 test-vm: deps-vm release deb
+	# The simulated controller's own checks (no VM): a cancelled or reset connection attempt ends.
+	$(BUMBLE_VENV)/bin/python -m unittest fixtures/vm/bumble_air_check.py
 	@failed=""; for p in $(VM_PLATFORMS); do \
 	  BIRDCTL=.build/release/birdctl BIRDCTL_DEB=$(DEB) BIRDCTL_VM_PLATFORM=$$p fixtures/vm/run-vm.sh test \
 	    || failed="$$failed $$p"; \
