@@ -31,7 +31,14 @@ struct BlueZClientTests {
 
         let test = try ClientUnderTest(fake)
         try await test.ready()
-        let tree = await test.client.snapshot()
+        // The fake's radio hears the devices a little after StartDiscovery
+        // (slower under load): the tree is compared once it has heard the thermometer.
+        var tree = await test.client.snapshot()
+        let heard = await poll {
+            tree = await test.client.snapshot()
+            return tree.device(address: "11:22:33:44:55:66", on: hci0)?.hasSignal == true
+        }
+        #expect(heard)
         #expect(tree == (try ObjectTree(managedObjects: try await fake.managedObjects())))
         #expect(tree.objects.count > 300)
 
