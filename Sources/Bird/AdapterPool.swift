@@ -69,8 +69,11 @@ struct AdapterPool: Sendable {
     static func adapter(of device: ObjectPath) -> ObjectPath { device.parent ?? "/" }
 
     /// The name (`hci1`) of the adapter a device object lies under.
-    static func adapterName(of device: ObjectPath) -> String {
-        String(adapter(of: device).rawValue.split(separator: "/").last ?? "")
+    static func adapterName(of device: ObjectPath) -> String { name(ofAdapter: adapter(of: device)) }
+
+    /// The name (`hci1`) of an adapter's object.
+    static func name(ofAdapter adapter: ObjectPath) -> String {
+        String(adapter.rawValue.split(separator: "/").last ?? "")
     }
 
     var usable: [AdapterChoice] { members.map(\.adapter).filter(\.powered) }

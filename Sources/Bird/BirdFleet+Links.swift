@@ -66,8 +66,7 @@ extension BirdFleet {
     /// A learned limit no longer holds: said (no limit known). Birds `auto`
     /// polled because of it are held again at the next tick (`holdAgain`).
     private func limitForgotten(_ adapter: ObjectPath) -> [Action] {
-        let name = String(adapter.rawValue.split(separator: "/").last ?? "")
-        return [.report(.links(adapter: name, used: linksUp(on: adapter).up, limit: nil, learned: false))]
+        [.report(.links(adapter: AdapterPool.name(ofAdapter: adapter), used: linksUp(on: adapter).up, limit: nil, learned: false))]
     }
 
     /// Time to check the learned limits: one attempt past each may go.
