@@ -45,6 +45,9 @@ struct ArgumentsTests {
         #expect(throws: UsageError.self) { try Self.parse("scan", "--timeout", "soon") }
         #expect(throws: UsageError.self) { try Self.parse("watch", "--count", "0") }
         #expect(throws: UsageError.self) { try CommonOptions(Self.parse("read", "--adapter", "wlan0")) }
+        // Digits other than ASCII ones are not BlueZ's: the gateway puts the name into topics.
+        #expect(throws: UsageError.self) { try CommonOptions(Self.parse("read", "--adapter", "hci\u{0663}")) }
+        #expect(try CommonOptions(Self.parse("read", "--adapter", "hci12")).adapter == "hci12")
         #expect(try Self.parse("scan", "--timeout", "0").seconds(.timeout) == nil)
         #expect(throws: UsageError.self) { try Self.parse("read", "alpha", "F0:0D:B1:7D:00:01").addressAndFields() }
     }

@@ -55,7 +55,7 @@ struct GatewayMessages {
             if let limit { object.add("limit", .integer(limit)) }
             if !adapters.isEmpty {
                 var each = JSONObject()
-                for adapter in adapters where Self.isAdapterName(adapter.adapter) {
+                for adapter in adapters where Option.isAdapterName(adapter.adapter) {
                     var links = JSONObject()
                     links.add("used", .integer(adapter.used))
                     if let limit = adapter.limit { links.add("limit", .integer(limit)) }
@@ -66,7 +66,7 @@ struct GatewayMessages {
             return [MQTTMessage(linksTopic, object.rendered, retain: true)]
         case .linksDiscovery: return linksDiscovery(version: version)
         case .adapterLinksDiscovery(let adapter):
-            return Self.isAdapterName(adapter) ? linksDiscovery(version: version, adapter: adapter) : []
+            return Option.isAdapterName(adapter) ? linksDiscovery(version: version, adapter: adapter) : []
         case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
         case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
         case .value(let address, let value): return [self.value(address, value)]
@@ -194,17 +194,12 @@ struct GatewayMessages {
         ["links", "link_limit"].map { "homeassistant/sensor/birdctl_\(gatewayID)_\($0)\(adapter.map { "_" + $0 } ?? "")/config" }
     }
 
-    /// `hciN`: what BlueZ names an adapter; nothing else goes into a topic or a template.
-    static func isAdapterName(_ name: String) -> Bool {
-        name.hasPrefix("hci") && name.count > 3 && name.count <= 8 && name.dropFirst(3).allSatisfy(\.isASCII) && name.dropFirst(3).allSatisfy(\.isNumber)
-    }
-
     /// Whether `topic` is one adapter's links sensor config of this gateway's.
     func isAdapterLinksDiscoveryTopic(_ topic: String) -> Bool {
         for sensor in ["links", "link_limit"] {
             let head = "homeassistant/sensor/birdctl_\(gatewayID)_\(sensor)_"
             guard topic.hasPrefix(head), topic.hasSuffix("/config") else { continue }
-            if Self.isAdapterName(String(topic.dropFirst(head.count).dropLast("/config".count))) { return true }
+            if Option.isAdapterName(String(topic.dropFirst(head.count).dropLast("/config".count))) { return true }
         }
         return false
     }
