@@ -102,11 +102,7 @@ extension BirdFleet {
         guard let address = machines.first(where: { $0.id == id })?.central.configuration.address,
             let sighting = sightings[id]
         else { return [] }
-        let heard = lastHeard[id]
-        drop(id, keepHeard: true)
-        let replacement = add(perBird(address, polled: false))
-        byAddress[address.uppercased()] = replacement
-        (lastHeard[replacement], sightings[replacement]) = (heard ?? tick, sighting)
+        let replacement = replace(id, address: address, with: BirdCentral(perBird(address, polled: false)))
         let peripheral = BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
         return [.report(.held(peripheral))]
             + on(replacement) { [adapter] in $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting) }
@@ -158,13 +154,19 @@ extension BirdFleet {
         guard let device = stopped.currentDevice else { return [] }
         let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
         let undo = translate(stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }, from: id)
-        let heard = (lastHeard[id], sightings[id])
-        // The same bird, another machine: what the pool heard of it is kept.
-        drop(id, keepHeard: true)
         let (polling, resting) = BirdCentral.polling(perBird(address, polled: true), peripheral)
-        let replacement = add(polling)
+        let replacement = replace(id, address: address, with: polling)
+        return undo + [.report(.polled(peripheral))] + translate(resting, from: replacement)
+    }
+
+    /// Machine `id` makes way for `central`, another machine for the same
+    /// bird: what the fleet and the pool heard of it is kept.
+    private mutating func replace(_ id: MachineID, address: String, with central: BirdCentral) -> MachineID {
+        let heard = (lastHeard[id], sightings[id])
+        drop(id, keepHeard: true)
+        let replacement = add(central)
         byAddress[address.uppercased()] = replacement
         (lastHeard[replacement], sightings[replacement]) = (heard.0 ?? tick, heard.1)
-        return undo + [.report(.polled(peripheral))] + translate(resting, from: replacement)
+        return replacement
     }
 }
