@@ -33,9 +33,9 @@ struct LinkScheduler: Sendable {
     /// the same count, with no connection past that count between, teaches the limit.
     private var strikes: [ObjectPath: Int] = [:]
     /// Adapters whose learned limit one attempt may pass, to check it; and
-    /// the machines making such an attempt.
+    /// the attempt out making such a check (one attempt is out at a time).
     private var rechecking: Set<ObjectPath> = []
-    private var checks: [BirdFleet.MachineID: ObjectPath] = [:]
+    private var check: (id: BirdFleet.MachineID, adapter: ObjectPath)?
     /// Machines whose Connect waits for the gate, first come first served,
     /// with the actions held back (the connect deadline and the Connect).
     private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath, actions: [BirdFleet.Action])] = []
@@ -120,7 +120,6 @@ struct LinkScheduler: Sendable {
     mutating func withdraw(_ id: BirdFleet.MachineID) {
         waiting.removeAll { $0.id == id }
         linkedAtAttempt[id] = nil
-        checks[id] = nil
         attemptEnded(id)
     }
 
@@ -128,7 +127,7 @@ struct LinkScheduler: Sendable {
     /// attempt may go (after the gap).
     mutating func attemptEnded(_ id: BirdFleet.MachineID) {
         if inFlight?.id == id { inFlight = nil }
-        checks[id] = nil
+        if check?.id == id { check = nil }
     }
 
     /// The next connection attempt, if the gap has passed and a link is free
@@ -144,7 +143,7 @@ struct LinkScheduler: Sendable {
         // The last attempt still out, unless its machine gave it up.
         if let attempt = inFlight {
             guard !stillWants(attempt.id, attempt.device) else { return [] }
-            inFlight = nil
+            attemptEnded(attempt.id)
         }
         // Adapters found full on this pass (with one adapter: at most one, and nothing allocated).
         var lastFull: ObjectPath?
@@ -164,7 +163,7 @@ struct LinkScheduler: Sendable {
                 if counts.up < limit || checking {
                     if checking {
                         rechecking.remove(adapter)
-                        checks[entry.id] = adapter
+                        check = (entry.id, adapter)
                     }
                     waiting.remove(at: index)
                     linkedAtAttempt[entry.id] = counts.linked
@@ -193,12 +192,12 @@ struct LinkScheduler: Sendable {
         if let adapters {
             for adapter in adapters { (learnedLimits[adapter], strikes[adapter]) = (nil, nil) }
             rechecking.subtract(adapters)
-            checks = checks.filter { !adapters.contains($0.value) }
+            if let check, adapters.contains(check.adapter) { self.check = nil }
         } else {
             learnedLimits.removeAll()
             strikes.removeAll()
             rechecking.removeAll()
-            checks.removeAll()
+            check = nil
         }
         inFlight = nil
         gapOpen = false
@@ -220,13 +219,14 @@ struct LinkScheduler: Sendable {
         return true
     }
 
-    /// Machine `id` connected on `adapter`: if `linked` or more links were
-    /// up when its attempt went, the deadline before at that count was no
+    /// Machine `id` connected on `adapter`: if as many links as the strike's
+    /// count (or more) were up when its attempt went, that deadline was no
     /// limit. True if it was checking the adapter's learned limit, which is
     /// then forgotten (the controller holds more).
     mutating func connected(_ id: BirdFleet.MachineID, on adapter: ObjectPath) -> Bool {
         if let strike = strikes[adapter], linkedAtAttempt[id, default: 0] >= strike { strikes[adapter] = nil }
-        guard checks.removeValue(forKey: id) == adapter, learnedLimits[adapter] != nil else { return false }
+        guard let check, check.id == id, check.adapter == adapter, learnedLimits[adapter] != nil else { return false }
+        self.check = nil
         learnedLimits[adapter] = nil
         return true
     }
