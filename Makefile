@@ -34,7 +34,7 @@ SWIFT ?= swift
 # libmosquitto for the MQTT gateway, and a real broker, its clients and openssl
 # (a test CA) to test it against.
 DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python3-gi python3-dbusmock \
-	libmosquitto-dev mosquitto mosquitto-clients openssl
+	libmosquitto-dev mosquitto mosquitto-clients openssl gdb
 
 # The benchmarks: the C floor, a venv for the peers, callgrind for profiling,
 # bluez for bluetoothctl (a peer for reads).
@@ -174,13 +174,22 @@ static-link: deps
 # and the release link's symbol order against what the release build runs.
 test: test-unit fuzz-regress sanitize test-install test-ha test-vm link-order-check
 
+# The test bundle of build path $(1), run in a session of its own that is
+# ended after $(2) seconds as a hang (fixtures/in-own-session.sh says what was
+# still running then). The bundle is run directly, not through `swift test`:
+# SwiftPM holds back the bundle's output until it ends, so a run that hung
+# showed nothing of where (CI's 90 minutes once ran out that way, the output
+# cut mid-line).
+run_tests = TEST_TIME_LIMIT=$(2) fixtures/in-own-session.sh \
+	$(1)/debug/birdctlPackageTests.xctest --testing-library swift-testing
+
 # The crowd of strangers (StrangerFloodTests: 100,000 devices from a fake at
 # full speed) runs after the rest, alone: beside the whole suite's start on
 # two cores its birdctl was seen silent for over 120 s (twice in three runs).
 test-unit: deps
 	$(SWIFT) build --build-tests
-	fixtures/in-own-session.sh $(SWIFT) test --skip-build --skip StrangerFloodTests
-	fixtures/in-own-session.sh $(SWIFT) test --skip-build --filter StrangerFloodTests
+	$(call run_tests,.build,900) --skip StrangerFloodTests
+	$(call run_tests,.build,600) --filter StrangerFloodTests
 
 # swiftc has no UndefinedBehaviorSanitizer for Swift (Swift traps overflow and
 # out-of-bounds access itself); ASan covers every test, birdctl included
@@ -192,11 +201,9 @@ test-unit: deps
 # flat-memory check (1,000,000 notifications).
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build-asan
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/fixtures/asan.supp fixtures/in-own-session.sh \
-	    $(SWIFT) test --skip-build --build-path .build-asan
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/fixtures/asan.supp $(call run_tests,.build-asan,1200)
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
-	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp fixtures/in-own-session.sh \
-	    $(SWIFT) test --skip-build --build-path .build-tsan \
+	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(call run_tests,.build-tsan,900) \
 	    --filter 'ThreadsTests|LoopTests|DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,

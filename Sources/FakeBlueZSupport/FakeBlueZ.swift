@@ -66,12 +66,12 @@ public final class FakeBlueZ: @unchecked Sendable {
             ],
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress, "PYTHONDONTWRITEBYTECODE": "1"],
             stdout: .pipe, stderr: .file(stderrFile))
-        guard process.stdout.flatMap(readLine(from:)) == "ready" else {
+        guard process.stdout.flatMap({ readLine(from: $0) }) == "ready" else {
             process.kill()
             try? process.stdout?.close()
             let log = ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
                 + ((try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
-            throw TestSetupError("the fake BlueZ did not start\n\(log)")
+            throw TestSetupError("the fake BlueZ did not say ready within 30 s\n\(log)")
         }
         return process
     }

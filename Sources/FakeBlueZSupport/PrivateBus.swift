@@ -16,12 +16,12 @@ public final class PrivateBus: @unchecked Sendable {
                 "--nofork", "--nopidfile", "--print-address=1",
             ],
             stdout: .pipe)
-        let line = process.stdout.flatMap(readLine(from:))
+        let line = process.stdout.flatMap { readLine(from: $0) }
         // It prints nothing more.
         try? process.stdout?.close()
         guard let line, line.hasPrefix("unix:") else {
             process.kill()
-            throw TestSetupError("dbus-daemon did not print its address")
+            throw TestSetupError("dbus-daemon did not print its address within 30 s")
         }
         address = line
     }

@@ -229,14 +229,7 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// An exit the reaper saw before the deadline counts, however late the
     /// test process gets to run.
     public func waitForExit(within timeout: Duration = .seconds(30)) async throws -> Int32 {
-        let watchdog = Task { [process] () -> Bool in
-            guard (try? await Task.sleep(for: timeout)) != nil, process.status == nil else { return false }
-            process.kill()
-            return true
-        }
-        let status = await process.exited()
-        watchdog.cancel()
-        if await watchdog.value {
+        guard let status = await process.exited(within: timeout) else {
             throw TestSetupError("birdctl did not exit within \(timeout); stderr:\n\(stderr)")
         }
         _ = try? await offThePool { [self] in drain() }

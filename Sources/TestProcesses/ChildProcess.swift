@@ -100,9 +100,18 @@ public final class ChildProcess: @unchecked Sendable {
         exit.wait(within: timeout)
     }
 
-    /// Awaits its end: its status.
-    public func exited() async -> Int32 {
-        await exit.value()
+    /// Awaits its end: its status; nil if it had not ended within `timeout`
+    /// (it is then killed). An end the reaper saw before the deadline counts,
+    /// however late the test process gets to run.
+    public func exited(within timeout: Duration = .seconds(30)) async -> Int32? {
+        let watchdog = Task { [self] () -> Bool in
+            guard (try? await Task.sleep(for: timeout)) != nil, self.status == nil else { return false }
+            kill()
+            return true
+        }
+        let ended = await exit.value()
+        watchdog.cancel()
+        return await watchdog.value ? nil : ended
     }
 
     /// Runs a program to its end; its status and stdout.
@@ -110,9 +119,13 @@ public final class ChildProcess: @unchecked Sendable {
         _ executable: String, _ arguments: [String], environment: [String: String] = [:]
     ) throws -> (status: Int32, stdout: String) {
         let child = try ChildProcess(executable, arguments, environment: environment, stdout: .pipe)
-        let output = child.stdout?.readToEndRetryingInterrupts() ?? Data()
+        // Helpers end by themselves (mosquitto_sub -W, openssl): a minute is a hang.
+        let output = child.stdout?.readToEnd(within: .seconds(60))
         try? child.stdout?.close()
-        let status = child.wait() ?? -1
+        guard let output, let status = child.wait(within: .seconds(10)) else {
+            child.kill()
+            throw TestSetupError("\(executable) \(arguments.joined(separator: " ")) did not end within a minute")
+        }
         return (status, String(decoding: output, as: UTF8.self))
     }
 }

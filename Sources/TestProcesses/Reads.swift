@@ -27,13 +27,49 @@ extension FileHandle {
     }
 }
 
-/// Reads one line from a pipe, blocking (used at start-up only).
-public func readLine(from handle: FileHandle) -> String? {
+extension FileHandle {
+    /// What one read returns, as `nextChunk`, if anything (data or the end)
+    /// comes within `timeout`; nil if nothing did.
+    public func nextChunk(within timeout: Duration, upTo maximum: Int = 65_536) -> Data? {
+        readable(by: ContinuousClock.now + timeout) ? nextChunk(upTo: maximum) : nil
+    }
+
+    /// Everything up to end of file if it ends within `timeout`; nil if not.
+    public func readToEnd(within timeout: Duration) -> Data? {
+        let deadline = ContinuousClock.now + timeout
+        var all = Data()
+        while readable(by: deadline) {
+            let chunk = nextChunk()
+            if chunk.isEmpty { return all }
+            all.append(chunk)
+        }
+        return nil
+    }
+
+    /// Whether a read would not block (data, the end or an error) before `deadline`.
+    func readable(by deadline: ContinuousClock.Instant) -> Bool {
+        var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let left = deadline - ContinuousClock.now
+            let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            let ready = poll(&descriptor, 1, Int32(clamping: milliseconds))
+            if ready > 0 { return true }
+            if ready == 0 && ContinuousClock.now >= deadline { return false }
+            if ready < 0 && errno != EINTR { return true }  // the read will say what is wrong
+        }
+    }
+}
+
+/// Reads one line from a pipe (used at start-up only): nil at end of file,
+/// or if no whole line came within `timeout`.
+public func readLine(from handle: FileHandle, within timeout: Duration = .seconds(30)) -> String? {
+    let deadline = ContinuousClock.now + timeout
     var bytes: [UInt8] = []
-    while true {
+    while handle.readable(by: deadline) {
         let chunk = handle.nextChunk(upTo: 1)
         guard let byte = chunk.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
         if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
         bytes.append(byte)
     }
+    return nil
 }

@@ -12,7 +12,7 @@ struct ChildCleanupTests {
             BirdctlProcess.executable.deletingLastPathComponent().appendingPathComponent("test-support-probe").path, [],
             stdout: .pipe)
         defer { try? probe.stdout?.close() }
-        let said = probe.stdout.flatMap(readLine(from:))
+        let said = probe.stdout.flatMap { readLine(from: $0) }
         let descendants = RunningProcess.descendants(of: probe.pid)
         #expect(said == "ready")
         // The watchdog, dbus-daemon, the fake and birdctl at least.

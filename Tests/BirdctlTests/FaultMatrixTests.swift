@@ -226,7 +226,8 @@ struct FaultMatrixTests {
         // burst comes after the read's reply (a change before it is superseded by it).
         try await waitForCall(fake, "ReadValue")
         try await fake.call("Burst", .string(bird), .string(FakeBlueZ.alphaUUID), .uint32(5000), .uint32(101))
-        #expect(await shell.exited() == 0)
+        // A reading lost would leave birdctl waiting for its 5001st for ever.
+        #expect(await shell.exited(within: .seconds(90)) == 0, "birdctl | reader did not end within 90 s")
         let lines = try String(contentsOf: output, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 5001)
         let values = lines.dropFirst().compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }

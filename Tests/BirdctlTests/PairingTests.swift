@@ -30,9 +30,11 @@ private final class Terminal: @unchecked Sendable {
     /// Reads what the terminal shows until `wanted` appears; fails if the program ends first.
     func waitFor(_ wanted: String) async throws {
         while !text.contains(wanted) {
-            let chunk = try await offThePool { [process] in process.stdout?.nextChunk() ?? Data() }
-            if chunk.isEmpty {
-                Issue.record("the terminal never showed \"\(wanted)\"; it showed: \(text)")
+            let chunk = try await offThePool { [process] () -> Data? in
+                process.stdout.map { $0.nextChunk(within: .seconds(30)) } ?? Data()
+            }
+            guard let chunk, !chunk.isEmpty else {
+                Issue.record("the terminal did not show \"\(wanted)\" \(chunk == nil ? "within 30 s" : "before it ended"); it showed: \(text)")
                 return
             }
             seen.append(chunk)
@@ -45,8 +47,15 @@ private final class Terminal: @unchecked Sendable {
 
     /// Waits for the program to end; its exit status.
     func finish() async throws -> Int32 {
-        seen.append(try await offThePool { [process] in process.stdout?.readToEndRetryingInterrupts() ?? Data() })
-        return await process.exited()
+        let rest = try await offThePool { [process] () -> Data? in
+            process.stdout.map { $0.readToEnd(within: .seconds(30)) } ?? Data()
+        }
+        guard let rest, let status = await process.exited() else {
+            process.kill()
+            throw TestSetupError("the terminal's program did not end within 30 s; it showed: \(text)")
+        }
+        seen.append(rest)
+        return status
     }
 }
 

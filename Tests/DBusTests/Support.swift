@@ -51,5 +51,14 @@ final class SignalInbox: @unchecked Sendable {
 
     var handler: Connection.SignalHandler { { [continuation] in continuation.yield($0) } }
 
-    func next() async -> Message? { await iterator.next() }
+    /// The next signal; nil if none came within `timeout` (the inbox is
+    /// then finished: a test that waits for a signal fails, never hangs).
+    func next(within timeout: Duration = .seconds(10)) async -> Message? {
+        let watchdog = Task { [continuation] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            continuation.finish()
+        }
+        defer { watchdog.cancel() }
+        return await iterator.next()
+    }
 }
