@@ -37,6 +37,9 @@ public final class BirdctlProcess: @unchecked Sendable {
     private enum LineOutcome { case line(String), end, timedOut }
 
     private var closeAfterLines: Int?
+    /// When it was started, and how long a test may go on reading it.
+    private let started = ContinuousClock.now
+    private let readableFor: Duration
     private var stdoutDone = false
     private var stderrDone = false
     private let readersDone = NSCondition()
@@ -46,12 +49,19 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// `| head -N` does (the reader thread closes it, so nothing else races it).
     /// `asUser`: run as this user and group (and no other group), through
     /// setpriv; the tests run as root. `executable`: another program read
-    /// the same way (a `mosquitto_sub`).
+    /// the same way (a `mosquitto_sub`). `readableFor`: how long after its
+    /// start `nextLine` may still wait; past it every wait fails. Each wait
+    /// has its own deadline, but a test looping until some line comes, while
+    /// other lines keep coming, would otherwise wait for ever (a watch
+    /// streams for as long as it runs); the longest test reads birdctl for
+    /// 88 s under AddressSanitizer.
     public init(
         _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil,
-        asUser user: (name: String, group: String)? = nil, executable: URL = BirdctlProcess.executable
+        asUser user: (name: String, group: String)? = nil, executable: URL = BirdctlProcess.executable,
+        readableFor: Duration = .seconds(600)
     ) throws {
         self.closeAfterLines = closeAfterLines
+        self.readableFor = readableFor
         var environment = environment
         environment["NO_COLOR"] = "1"
         if let user {
@@ -188,6 +198,11 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// process only gets to run after it (the deadline is the line's, not the
     /// test thread's: a stalled test process must not turn lines into timeouts).
     public func nextLine(within timeout: Duration = .seconds(10)) async throws -> String? {
+        let left = started + readableFor - ContinuousClock.now
+        guard left > .zero else {
+            throw TestSetupError("still waiting for birdctl's lines \(readableFor) after its start: a wait that never ends; stderr:\n\(stderr)")
+        }
+        let timeout = min(timeout, left)
         var timer: Task<Void, Never>?
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LineOutcome, Never>) in
             let id: Int? = lock.withLock {

@@ -38,7 +38,8 @@ extension FileHandle {
     public func readToEnd(within timeout: Duration) -> Data? {
         let deadline = ContinuousClock.now + timeout
         var all = Data()
-        while readable(by: deadline) {
+        // The clock too: poll says "readable" at once while data keeps coming.
+        while ContinuousClock.now < deadline, readable(by: deadline) {
             let chunk = nextChunk()
             if chunk.isEmpty { return all }
             all.append(chunk)
@@ -51,7 +52,8 @@ extension FileHandle {
         var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
         while true {
             let left = deadline - ContinuousClock.now
-            let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            // Rounded up, so that it does not wake just before the deadline and spin.
+            let milliseconds = max(0, left.components.seconds * 1000 + (left.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
             let ready = poll(&descriptor, 1, Int32(clamping: milliseconds))
             if ready > 0 { return true }
             if ready == 0 && ContinuousClock.now >= deadline { return false }
@@ -65,7 +67,7 @@ extension FileHandle {
 public func readLine(from handle: FileHandle, within timeout: Duration = .seconds(30)) -> String? {
     let deadline = ContinuousClock.now + timeout
     var bytes: [UInt8] = []
-    while handle.readable(by: deadline) {
+    while ContinuousClock.now < deadline, handle.readable(by: deadline) {
         let chunk = handle.nextChunk(upTo: 1)
         guard let byte = chunk.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
         if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }

@@ -29,9 +29,11 @@ private final class Terminal: @unchecked Sendable {
 
     /// Reads what the terminal shows until `wanted` appears; fails if the program ends first.
     func waitFor(_ wanted: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
         while !text.contains(wanted) {
-            let chunk = try await offThePool { [process] () -> Data? in
-                process.stdout.map { $0.nextChunk(within: .seconds(30)) } ?? Data()
+            let left = deadline - ContinuousClock.now
+            let chunk = left <= .zero ? nil : try await offThePool { [process] () -> Data? in
+                process.stdout.map { $0.nextChunk(within: left) } ?? Data()
             }
             guard let chunk, !chunk.isEmpty else {
                 Issue.record("the terminal did not show \"\(wanted)\" \(chunk == nil ? "within 30 s" : "before it ended"); it showed: \(text)")
