@@ -39,7 +39,7 @@ extension BirdFleet {
         guard var scheduler else { return [] }
         let fleet = self
         let granted = scheduler.grant(links: fleet.linksUp(on:)) { id, device in
-            fleet.machines.first { $0.id == id }.map { $0.central.isFinding && $0.central.currentDevice == device } ?? false
+            fleet.central(id).map { $0.isFinding && $0.currentDevice == device } ?? false
         }
         self.scheduler = scheduler
         return granted
@@ -99,7 +99,7 @@ extension BirdFleet {
     /// Machine `id`'s bird, resting between polls, is held from now on: a
     /// held machine takes its place and connects at its turn.
     private mutating func holdFromNow(_ id: MachineID) -> [Action] {
-        guard let address = machines.first(where: { $0.id == id })?.central.configuration.address,
+        guard let address = central(id)?.configuration.address,
             let sighting = sightings[id]
         else { return [] }
         let replacement = replace(id, address: address, with: BirdCentral(perBird(address, polled: false)))
@@ -148,7 +148,7 @@ extension BirdFleet {
     /// Machine `id`'s bird is polled from now on: its link is undone and a
     /// polling machine takes its place (it connects when the bird is heard).
     private mutating func pollFromNow(_ id: MachineID) -> [Action] {
-        guard let index = machines.firstIndex(where: { $0.id == id }), let address = machines[index].central.configuration.address
+        guard let index = index(of: id), let address = machines[index].central.configuration.address
         else { return [] }
         var stopped = machines[index].central
         guard let device = stopped.currentDevice else { return [] }

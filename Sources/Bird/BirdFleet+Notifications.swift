@@ -14,7 +14,7 @@ extension BirdFleet {
     /// (checking copied the machine's state, a third of what routing cost).
     mutating func owner(of characteristic: ObjectPath, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
         guard outcome == nil else { return [] }
-        var index = notifiers[characteristic].flatMap { id in machines.firstIndex { $0.id == id } }
+        var index = notifiers[characteristic].flatMap(index(of:))
         if index == nil {
             index = machines.firstIndex { owns($0.central, characteristic) }
             guard let found = index else { return [] }

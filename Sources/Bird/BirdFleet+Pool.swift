@@ -54,7 +54,7 @@ extension BirdFleet {
     /// connecting or linked only those under its own device's adapter.
     mutating func pooledSighting(_ sighting: Sighting, of id: MachineID) -> [Action] {
         pool?.heard(sighting)
-        guard let central = machines.first(where: { $0.id == id })?.central else { return [] }
+        guard let central = central(id) else { return [] }
         guard central.isScanning else {
             guard central.currentDevice == sighting.device else { return [] }
             sightings[id] = sighting
@@ -73,7 +73,7 @@ extension BirdFleet {
 
     /// Machine `id` is given its bird's sighting under the adapter the pool chooses now.
     mutating func feed(_ id: MachineID) -> [Action] {
-        guard let address = machines.first(where: { $0.id == id })?.central.configuration.address,
+        guard let address = central(id)?.configuration.address,
             let chosen = chosenSighting(address)
         else { return [] }
         pool?.fed(address)
@@ -98,7 +98,7 @@ extension BirdFleet {
         for (id, device, adapter) in waiting {
             let other = { (device: ObjectPath) in AdapterPool.adapter(of: device) }
             guard linksUp(on: adapter).up >= scheduler?.limit(on: adapter) ?? Int.max,
-                let index = machines.firstIndex(where: { $0.id == id }),
+                let index = index(of: id),
                 let address = machines[index].central.configuration.address,
                 let chosen = chosenSighting(address), chosen.device != device,
                 linksUp(on: other(chosen.device)).up < scheduler?.limit(on: other(chosen.device)) ?? Int.max,
@@ -115,7 +115,7 @@ extension BirdFleet {
         guard let due = pool?.toFeed, !due.isEmpty else { return [] }
         var actions: [Action] = []
         for address in due {
-            guard let id = byAddress[address], machines.first(where: { $0.id == id })?.central.isScanning == true else { continue }
+            guard let id = byAddress[address], central(id)?.isScanning == true else { continue }
             actions += feed(id)
         }
         return actions
@@ -150,7 +150,7 @@ extension BirdFleet {
     mutating func listened(_ address: String) -> [Action] {
         guard listening.remove(address) != nil, outcome == nil else { return [] }
         if let id = byAddress[address] {
-            return machines.first(where: { $0.id == id })?.central.isScanning == true ? feed(id) : []
+            return central(id)?.isScanning == true ? feed(id) : []
         }
         guard discovering, let chosen = chosenSighting(address) else {
             pool?.forget(address)
@@ -162,7 +162,7 @@ extension BirdFleet {
     /// A connect through `device` succeeded for machine `id`: if its bird
     /// came to another adapter than its last link's, that is said.
     mutating func connectedThrough(_ device: ObjectPath, by id: MachineID) -> [Action] {
-        guard pool != nil, let address = machines.first(where: { $0.id == id })?.central.configuration.address,
+        guard pool != nil, let address = central(id)?.configuration.address,
             let reason = pool?.connected(address, device: device)
         else { return [] }
         let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
@@ -172,7 +172,7 @@ extension BirdFleet {
     /// `pool`: machine `id`'s connect deadline passed while `connectedDevices`
     /// were connected on its adapter: the pool learns whether it is wedged.
     mutating func poolDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath]) {
-        guard pool != nil, let central = machines.first(where: { $0.id == id })?.central,
+        guard pool != nil, let central = central(id),
             let device = central.currentDevice, let address = central.configuration.address
         else { return }
         let others = connectedDevices.count { $0 != device }

@@ -42,7 +42,7 @@ extension BirdFleet {
         guard outcome == nil, sharing != nil else { return [] }
         sharing?.granted.remove(address)
         waiting.removeAll { $0.address.uppercased() == address }
-        guard let id = byAddress[address], let central = machines.first(where: { $0.id == id })?.central else { return [] }
+        guard let id = byAddress[address], let central = central(id) else { return [] }
         var stopped = central
         let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }
         let sighting = sightings[id]

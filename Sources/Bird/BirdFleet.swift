@@ -75,7 +75,9 @@ public struct BirdFleet: Sendable {
     /// (its machine dropped, reported as `forgotten`), and one that asked for
     /// pairing without being named is ignored for this long. Nil: never.
     public let forgetAfter: Duration?
-    /// The machines, in the order they were started (few: one per Bird in range).
+    /// The machines, in the order they were started (few: one per Bird in
+    /// range), so in the order of their ids: each is appended with the next
+    /// id, and removals keep the order (`index(of:)` relies on it).
     var machines: [(id: MachineID, central: BirdCentral)] = []
     /// `all`: each machine's bird (address, upper case), and when it was last heard (in ticks).
     var byAddress: [String: MachineID] = [:]
@@ -135,10 +137,10 @@ public struct BirdFleet: Sendable {
     public var isFinished: Bool { outcome != nil }
 
     /// Whether machine `id` is still running (it has not finished or been dropped).
-    public func runs(_ id: MachineID) -> Bool { outcome == nil && machines.contains { $0.id == id } }
+    public func runs(_ id: MachineID) -> Bool { outcome == nil && index(of: id) != nil }
 
     /// The device machine `id` is connected (or connecting) to.
-    public func machineDevice(_ id: MachineID) -> ObjectPath? { machines.first { $0.id == id }?.central.currentDevice }
+    public func machineDevice(_ id: MachineID) -> ObjectPath? { central(id)?.currentDevice }
 
     /// The devices the machines are connected (or connecting) to.
     public var currentDevices: [ObjectPath] { machines.compactMap(\.central.currentDevice) }
@@ -297,7 +299,7 @@ public struct BirdFleet: Sendable {
 
     public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
         var moved: [Action] = []
-        if scheduler != nil, case .success = result, let device = machines.first(where: { $0.id == id })?.central.currentDevice {
+        if scheduler != nil, case .success = result, let device = central(id)?.currentDevice {
             linked.insert(device)
             moved = connectedPastLimit(id, device) + connectedThrough(device, by: id)
         }
@@ -405,7 +407,7 @@ public struct BirdFleet: Sendable {
     /// Forgets a machine (with `all`).
     mutating func drop(_ id: MachineID, keepHeard: Bool = false) {
         scheduler?.withdraw(id)
-        if let address = machines.first(where: { $0.id == id })?.central.configuration.address {
+        if let address = central(id)?.configuration.address {
             pool?.forget(address, keepHeard: keepHeard)
         }
         machines.removeAll { $0.id == id }
@@ -415,9 +417,27 @@ public struct BirdFleet: Sendable {
         if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
     }
 
+    /// Where machine `id` is: a binary search of `machines` (sorted by id),
+    /// not a walk through every bird: each notification and each machine's
+    /// timer looks its machine up.
+    func index(of id: MachineID) -> Int? {
+        var low = 0
+        var high = machines.count
+        while low < high {
+            let middle = (low + high) / 2
+            if machines[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < machines.count && machines[low].id == id ? low : nil
+    }
+
+    /// Machine `id`'s central, if it runs.
+    func central(_ id: MachineID) -> BirdCentral? {
+        index(of: id).map { machines[$0].central }
+    }
+
     /// Runs an event on one machine; its actions, translated.
     mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
-        guard outcome == nil, let index = machines.firstIndex(where: { $0.id == id }) else { return [] }
+        guard outcome == nil, let index = index(of: id) else { return [] }
         let actions = translate(event(&machines[index].central), from: id)
         return afterEvent(actions)
     }
@@ -524,7 +544,7 @@ public struct BirdFleet: Sendable {
     /// A machine's first scan may start from BlueZ's cache (a bird asked for
     /// by address that BlueZ knows); later ones (after a lost link) listen.
     private mutating func firstLookUp(for id: MachineID) -> String? {
-        guard let address = machines.first(where: { $0.id == id })?.central.configuration.address,
+        guard let address = central(id)?.configuration.address,
             lookedUp.insert(id).inserted
         else { return nil }
         return address
