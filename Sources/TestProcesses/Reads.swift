@@ -16,18 +16,6 @@ extension FileHandle {
         }
     }
 
-    /// Everything up to end of file, reading as `nextChunk` does.
-    public func readToEndRetryingInterrupts() -> Data {
-        var all = Data()
-        while true {
-            let chunk = nextChunk()
-            if chunk.isEmpty { return all }
-            all.append(chunk)
-        }
-    }
-}
-
-extension FileHandle {
     /// What one read returns, as `nextChunk`, if anything (data or the end)
     /// comes within `timeout`; nil if nothing did.
     public func nextChunk(within timeout: Duration, upTo maximum: Int = 65_536) -> Data? {
