@@ -30,11 +30,8 @@ public final class ClientUnderTest: @unchecked Sendable {
     public func next(
         within timeout: Duration = .seconds(10), where predicate: (BlueZEvent) -> Bool = { _ in true }
     ) async throws -> BlueZEvent {
-        let watchdog = Task { [continuation] in
-            try await Task.sleep(for: timeout)
-            continuation.finish()
-        }
-        defer { watchdog.cancel() }
+        let deadline = finishing(continuation, after: timeout)
+        defer { deadline.cancel() }
         while let event = await iterator.next() {
             if predicate(event) { return event }
         }

@@ -91,11 +91,8 @@ public final class FakeBlueZ: @unchecked Sendable {
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetId")
         kill()
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(10))
-            continuation.finish()
-        }
-        defer { watchdog.cancel() }
+        let deadline = finishing(continuation, after: .seconds(10))
+        defer { deadline.cancel() }
         for await _ in gone { return }
         throw TestSetupError("org.bluez did not leave the bus")
     }

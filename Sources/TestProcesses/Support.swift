@@ -43,3 +43,15 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) 
         Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
     }
 }
+
+/// Finishes `continuation`'s stream once `timeout` has passed, so that a wait
+/// for its next element ends (with nil) instead of waiting for ever. Cancel
+/// the task the returned handle holds when the wait is over.
+public func finishing<Element>(
+    _ continuation: AsyncStream<Element>.Continuation, after timeout: Duration
+) -> Task<Void, Never> {
+    Task {
+        guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        continuation.finish()
+    }
+}

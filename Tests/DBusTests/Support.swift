@@ -54,11 +54,8 @@ final class SignalInbox: @unchecked Sendable {
     /// The next signal; nil if none came within `timeout` (the inbox is
     /// then finished: a test that waits for a signal fails, never hangs).
     func next(within timeout: Duration = .seconds(10)) async -> Message? {
-        let watchdog = Task { [continuation] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            continuation.finish()
-        }
-        defer { watchdog.cancel() }
+        let deadline = finishing(continuation, after: timeout)
+        defer { deadline.cancel() }
         return await iterator.next()
     }
 }
