@@ -26,7 +26,7 @@ public final class FakeBlueZ: @unchecked Sendable {
     /// Async, so that the starts (each waits for a child's first line) never
     /// hold a pool thread (see `offThePool`).
     public init(adapters: Int = 1, powered: Bool = true, busConfig: String = "test-bus.conf") async throws {
-        bus = try await offThePool { try PrivateBus(config: busConfig) }
+        bus = try await PrivateBus.started(config: busConfig)
         control = try bus.connect()
         parameters = "{\"adapters\": \(adapters), \"powered\": \(powered)}"
         logFile = FileManager.default.temporaryDirectory

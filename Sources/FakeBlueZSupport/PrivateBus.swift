@@ -7,8 +7,14 @@ public final class PrivateBus: @unchecked Sendable {
     public let address: String
     private let process: ChildProcess
 
-    /// `config`: a bus configuration in fixtures/.
-    public init(config: String = "test-bus.conf") throws {
+    /// Starts a daemon with `config` (a bus configuration in fixtures/) on a
+    /// thread of its own: waiting for its address must not hold one of Swift
+    /// Concurrency's pool threads (see `offThePool`).
+    public static func started(config: String = "test-bus.conf") async throws -> PrivateBus {
+        try await offThePool { try PrivateBus(config: config) }
+    }
+
+    private init(config: String) throws {
         process = try ChildProcess(
             "/usr/bin/dbus-daemon",
             [

@@ -16,7 +16,7 @@ struct GatewayForgetTests {
 
     @Test func aForgottenBirdLeavesNothingRetainedAndOthersStay() async throws {
         let broker = try await MosquittoBroker()
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus.started()
         let connection = try bus.connect()
         let arguments = try Arguments(["--mqtt", broker.url(prefix: "gw")], accepting: WatchCommand.command.options)
         let gateway = MQTTGateway(try #require(try GatewayOptions(arguments, environment: [:])), loop: connection.loop)

@@ -7,7 +7,7 @@ import Testing
 @Suite("Connection: calls, errors, signals")
 struct ConnectionTests {
     @Test func errorNameAndMessageSurviveTheBus() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         do {
             _ = try await pair.client.call(
                 destination: pair.server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Fail")
@@ -20,7 +20,7 @@ struct ConnectionTests {
     }
 
     @Test func missingServiceIsServiceUnknown() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         await #expect(throws: DBusError.self) {
             try await pair.client.call(destination: "org.nobody.Here", path: "/", interface: "org.x", member: "M")
         }
@@ -32,7 +32,7 @@ struct ConnectionTests {
     }
 
     @Test func unknownObjectAndMethod() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let server = pair.server.uniqueName
         do {
             _ = try await pair.client.call(destination: server, path: "/nothing", interface: "org.x", member: "M")
@@ -45,7 +45,7 @@ struct ConnectionTests {
     }
 
     @Test func blockingCallFromAnotherThread() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let message = try Message.methodCall(
             destination: pair.server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Echo",
             arguments: [.string("blocking")])
@@ -59,7 +59,7 @@ struct ConnectionTests {
     }
 
     @Test func callbackRunsOnTheLoop() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let message = try Message.methodCall(
             destination: pair.server.uniqueName, path: "/echo", interface: "org.birdctl.Test", member: "Echo")
         let loop = pair.client.loop
@@ -70,7 +70,7 @@ struct ConnectionTests {
     }
 
     @Test func signalsAreRoutedByRule() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let inbox = SignalInbox()
         pair.client.subscribe(
             MatchRule(interface: "org.birdctl.Test", member: "Tick", path: "/echo"), handler: inbox.handler)
@@ -89,7 +89,7 @@ struct ConnectionTests {
     @Test(.timeLimit(.minutes(1))) func ruleValuesWithQuotesReachTheDaemonIntact() async throws {
         let rule = MatchRule(interface: "org.birdctl.Test", member: "Tick", arg0: "it's")
         #expect(rule.description == "type='signal',interface='org.birdctl.Test',member='Tick',arg0='it'\\''s'")
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let inbox = SignalInbox()
         pair.client.subscribe(rule, handler: inbox.handler)
         _ = try await pair.client.call(
@@ -103,7 +103,7 @@ struct ConnectionTests {
     }
 
     @Test func wellKnownSenderIsResolvedToItsOwner() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let impostor = try pair.bus.connect()
         defer { impostor.close() }
         _ = try await pair.server.call(
@@ -148,7 +148,7 @@ struct ConnectionTests {
     }
 
     @Test func idleLoopUsesNoCPU() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let before = pair.client.loop.threadCPUTime()
         try await Task.sleep(for: .milliseconds(500))
         let used = pair.client.loop.threadCPUTime() - before
@@ -157,7 +157,7 @@ struct ConnectionTests {
     }
 
     @Test func timersFireInOrderOnTheLoop() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let loop = pair.client.loop
         let order = await withCheckedContinuation { (continuation: CheckedContinuation<[Int], Never>) in
             loop.execute {
@@ -175,7 +175,7 @@ struct ConnectionTests {
     }
 
     @Test func pendingCallsFailWhenClosed() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus.started()
         let connection = try bus.connect()
         connection.close()
         await #expect(throws: DBusError.self) {
@@ -189,7 +189,7 @@ struct ConnectionTests {
     /// later hears at once; nothing can be sent any more. Before the loss was
     /// reported, nobody learnt of it and `birdctl watch` waited for ever.
     @Test func aBusThatGoesAwayIsReportedBeforeTheCallsWaitingFail() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus.started()
         let server = try bus.connect()
         let client = try bus.connect()
         defer {
@@ -232,14 +232,14 @@ struct ConnectionTests {
     /// child process, which such a trap ends.
     @Test func aConnectionLetGoOffItsLoopEndsItsLoopBeforeClosing() async {
         await #expect(processExitsWith: .success) {
-            let bus = try PrivateBus()
+            let bus = try await PrivateBus.started()
             // Nothing posted to the loop holds it: the last reference goes here.
             for _ in 0..<3 { _ = try bus.connect() }
         }
     }
 
-    @Test func aClosedConnectionIsNotALostOne() throws {
-        let bus = try PrivateBus()
+    @Test func aClosedConnectionIsNotALostOne() async throws {
+        let bus = try await PrivateBus.started()
         let connection = try bus.connect()
         let record = EventRecord()
         connection.onLoss { _ in record.add("lost") }

@@ -12,7 +12,7 @@ final class ExportPair: @unchecked Sendable {
     static let interface = "org.birdctl.Bird"
 
     init() async throws {
-        bus = try PrivateBus()
+        bus = try await PrivateBus.started()
         server = try bus.connect()
         client = try bus.connect()
         server.addObjectManager(at: "/app")

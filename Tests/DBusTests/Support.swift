@@ -11,8 +11,8 @@ final class EchoPair: @unchecked Sendable {
     let server: Connection
     let client: Connection
 
-    init() throws {
-        bus = try PrivateBus()
+    init() async throws {
+        bus = try await PrivateBus.started()
         server = try bus.connect()
         client = try bus.connect()
         server.export("/echo", [

@@ -32,24 +32,24 @@ let sampleValues: [DBusValue] = [
 struct ValueRoundTripTests {
     @Test("each value comes back equal", arguments: sampleValues)
     func roundTrip(_ value: DBusValue) async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         let reply = try await pair.echo([value])
         #expect(reply == [value])
         #expect(reply.first?.signature == value.signature)
     }
 
     @Test func allValuesInOneMessage() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         #expect(try await pair.echo(sampleValues) == sampleValues)
     }
 
     @Test func emptyBody() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         #expect(try await pair.echo([]) == [])
     }
 
     @Test func unixFileDescriptorArrivesAsANewDescriptor() async throws {
-        let pair = try EchoPair()
+        let pair = try await EchoPair()
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
