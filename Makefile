@@ -212,16 +212,27 @@ sanitize: deps
 # seeds and the kept corpus in fixtures/fuzz/; a crash stops it with the input
 # in .build-fuzz/crashes/ (fix it, then keep the input in fixtures/fuzz/<target>/).
 # `make fuzz-scale` runs each for FUZZ_RUNS inputs in chunks of at most
-# FUZZ_CHUNK seconds and keeps the minimised corpus in the repository.
+# FUZZ_CHUNK seconds (FUZZ_WORKERS processes at a time, FUZZ_MAX_LEN the longest
+# input) and keeps the minimised corpus in the repository.
 FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText FuzzBlueZTree \
 	FuzzExportedMethods FuzzIntrospection FuzzBlueZErrors FuzzDatagramReader
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= 10000000
 FUZZ_CHUNK ?= 300
 FUZZ_BUILD := .build-fuzz
+# SwiftPM does not see a source file added to (or removed from) the main
+# package, a path dependency here, in an existing build ("cannot find 'X' in
+# scope"): when the list of files changed, the build starts afresh (a minute),
+# keeping the corpus and crashes.
 fuzz-build: deps
+	@mkdir -p $(FUZZ_BUILD) && find Sources fuzz/Sources -type f | sort > $(FUZZ_BUILD)/sources.new; \
+	if [ -f $(FUZZ_BUILD)/sources.list ] && ! cmp -s $(FUZZ_BUILD)/sources.list $(FUZZ_BUILD)/sources.new; then \
+	  echo "fuzz-build: source files added or removed since the last build: building afresh"; \
+	  find $(FUZZ_BUILD) -mindepth 1 -maxdepth 1 ! -name corpus ! -name crashes ! -name 'sources.*' ! -name '*.log' -exec rm -rf {} +; \
+	fi
 	cd fuzz && $(SWIFT) build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
 	    --build-path ../$(FUZZ_BUILD)
+	@mv $(FUZZ_BUILD)/sources.new $(FUZZ_BUILD)/sources.list
 
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \

@@ -217,17 +217,20 @@ struct FaultMatrixTests {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("slow-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: output) }
         // The reader sleeps while birdctl fills the pipe (64 KiB) and blocks.
+        // A reading lost would leave birdctl waiting for its 5001st for ever:
+        // timeout ends it, and with it the pipeline, after 90 s.
         let shell = try ChildProcess(
-            "/bin/sh",
-            ["-c", "\"$0\" watch alpha --count 5001 | (sleep 2; cat > \"$1\")", BirdctlProcess.executable.path, output.path],
+            "/bin/bash",
+            ["-c", "set -o pipefail; timeout -s KILL 90 \"$0\" watch alpha --count 5001 | (sleep 2; cat > \"$1\")",
+             BirdctlProcess.executable.path, output.path],
             environment: fake.environment)
         try await waitForNotifying(fake)
         // The fake answers calls in order: once it has the first read, the
         // burst comes after the read's reply (a change before it is superseded by it).
         try await waitForCall(fake, "ReadValue")
         try await fake.call("Burst", .string(bird), .string(FakeBlueZ.alphaUUID), .uint32(5000), .uint32(101))
-        // A reading lost would leave birdctl waiting for its 5001st for ever.
-        #expect(await shell.exited(within: .seconds(90)) == 0, "birdctl | reader did not end within 90 s")
+        let status = await shell.exited(within: .seconds(120))
+        #expect(status == 0, "birdctl | reader: \(status.map { $0 == 137 ? "birdctl killed after 90 s" : "status \($0)" } ?? "still running")")
         let lines = try String(contentsOf: output, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 5001)
         let values = lines.dropFirst().compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
