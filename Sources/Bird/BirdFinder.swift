@@ -180,7 +180,8 @@ struct BirdFinder: Sendable {
             return .next([.report(.retrying(peripheral, attempt: attempt + 1, error)), .armTimer(.retry, delay)])
         case .failure(let error):
             if error.kind == .permissionDenied { return .finished(.failed(.permissionDenied(error)), BirdCentral.stopTimers()) }
-            return ended(failure: .connectFailed(error), BirdCentral.stopTimers())
+            // The last attempt's link came up and went: the connection was lost.
+            return ended(failure: error.isConnectionCanceled ? .connectionLost : .connectFailed(error), BirdCentral.stopTimers())
         }
     }
 

@@ -56,6 +56,15 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         kind == .failed && message.includes("le-connection-abort-by-local")
     }
 
+    /// bluetoothd ended a pending Connect because the link it brought up went
+    /// before the connection was made (device_remove_connection answers
+    /// "br-connection-canceled", for LE links too: a bird gone out of range as
+    /// its link came up), or because a Disconnect came meanwhile. Worth
+    /// another attempt; if none succeeds, the connection was lost.
+    public var isConnectionCanceled: Bool {
+        kind == .failed && message.includes("br-connection-canceled")
+    }
+
     /// StartNotify (or AcquireNotify) refused because another client holds
     /// the characteristic's notifications through AcquireNotify: bluetoothd
     /// gives them to that client alone.
@@ -64,7 +73,7 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Worth a bounded retry with backoff.
-    public var isTransient: Bool { kind == .inProgress || isConnectionAbortByLocal }
+    public var isTransient: Bool { kind == .inProgress || isConnectionAbortByLocal || isConnectionCanceled }
 
     public var description: String {
         switch kind {

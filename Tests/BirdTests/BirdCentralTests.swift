@@ -225,6 +225,25 @@ struct BirdCentralTests {
         #expect(m.central.timerFired(.connect).last == .finish(.failed(.connectionLost)))
     }
 
+    /// bluetoothd 5.82 on a bird gone before the ATT channel was up, the
+    /// other order: the link's end answers the pending Connect ("br-connection-
+    /// canceled") before Connected turns false. Tried again like any
+    /// transient failure; when the attempts run out, the connection was lost
+    /// (the VM tier's bumble_read_link_loss saw "connection failed" instead).
+    @Test func aConnectCanceledAsItsLinkWentIsTriedAgainThenALostConnection() {
+        var m = Machine().connecting()
+        let canceled = BlueZError(.failed, name: "org.bluez.Error.Failed", message: "br-connection-canceled")
+        #expect(m.central.connectReplied(.failure(canceled)) == [
+            .report(.retrying(robin, attempt: 2, canceled)), .armTimer(.retry, .milliseconds(250)),
+        ])
+        for backoff in [500, 1000] {
+            #expect(m.central.timerFired(.retry) == [.connect(device)])
+            #expect(m.central.connectReplied(.failure(canceled)).last == .armTimer(.retry, .milliseconds(backoff)))
+        }
+        #expect(m.central.timerFired(.retry) == [.connect(device)])
+        #expect(m.central.connectReplied(.failure(canceled)).last == .finish(.failed(.connectionLost)))
+    }
+
     @Test func theDeadlineCoversServiceResolution() {
         var m = Machine().resolving()
         let actions = m.central.timerFired(.connect)

@@ -183,6 +183,19 @@ struct ExitCodeTests {
         #expect(failed.stderr.contains("Software caused connection abort"))
     }
 
+    /// bluetoothd answers a pending Connect "br-connection-canceled" when the
+    /// link it brought up went (a bird out of range as the link came up):
+    /// tried again, and when every attempt went so, the connection was lost.
+    @Test func aConnectCanceledEveryTimeIsALostConnection() async throws {
+        let fake = try await FakeBlueZ()
+        try await fake.addBird()
+        try await fake.failAlways("Connect", "org.bluez.Error.Failed", "br-connection-canceled")
+        let read = try await fake.birdctl("read", "name")
+        #expect(read.status == 7)
+        #expect(read.stderr.contains("the connection was lost"), "\(read.stderr)")
+        #expect(try await fake.calls().filter { $0.hasPrefix("Connect") }.count == 4)
+    }
+
     @Test func aLinkLostWithoutReconnectExitsSeven() async throws {
         let fake = try await FakeBlueZ()
         try await fake.addBird()

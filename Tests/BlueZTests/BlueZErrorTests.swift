@@ -8,6 +8,7 @@ struct BlueZErrorTests {
     static let injected: [(name: String, message: String, kind: BlueZError.Kind)] = [
         ("org.bluez.Error.InProgress", "In Progress", .inProgress),
         ("org.bluez.Error.Failed", "le-connection-abort-by-local", .failed),
+        ("org.bluez.Error.Failed", "br-connection-canceled", .failed),
         ("org.bluez.Error.Failed", "Software caused connection abort", .failed),
         ("org.bluez.Error.NotReady", "Resource Not Ready", .notReady),
         ("org.bluez.Error.NotPermitted", "Read not permitted", .notPermitted),
@@ -36,7 +37,8 @@ struct BlueZErrorTests {
             #expect(error.kind == injected.kind)
             #expect(error.name == injected.name)
             #expect(error.message == injected.message)
-            #expect(error.isTransient == (injected.kind == .inProgress || injected.message == "le-connection-abort-by-local"))
+            #expect(error.isTransient == (injected.kind == .inProgress
+                || ["le-connection-abort-by-local", "br-connection-canceled"].contains(injected.message)))
         }
         // The failure was for one call only.
         try await test.perform(.connect(device: birdPath))
@@ -82,6 +84,10 @@ struct BlueZErrorTests {
         #expect(!BlueZError(.failed, message: "le-connection-abort-by-remote").isConnectionAbortByLocal)
         #expect(!BlueZError(.failed, message: "le-connection-abort").isConnectionAbortByLocal)
         #expect(!BlueZError(.inProgress, message: "le-connection-abort-by-local").isConnectionAbortByLocal)
+        #expect(BlueZError(.failed, message: "br-connection-canceled").isConnectionCanceled)
+        #expect(BlueZError(.failed, message: "Connect: br-connection-canceled").isConnectionCanceled)
+        #expect(!BlueZError(.failed, message: "br-connection-cancel").isConnectionCanceled)
+        #expect(!BlueZError(.notReady, message: "br-connection-canceled").isConnectionCanceled)
     }
 
     /// bluetoothd 5.66 refuses StartNotify with NotPermitted "Notify acquired"
