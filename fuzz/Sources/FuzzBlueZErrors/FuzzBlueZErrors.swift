@@ -37,6 +37,7 @@ private func check(_ error: BlueZError) {
         require([.authenticationFailed, .notPermitted, .notAuthorized, .failed].contains(error.kind), "\(error) needs pairing")
     }
     if error.isConnectionAbortByLocal { require(error.kind == .failed && error.isTransient) }
+    if error.isConnectionCanceled { require(error.kind == .failed && error.isTransient) }
     // Answering with this error names it as it came, or by its kind.
     let answered = BlueZError(DBusError(DBusErrorName(error.dbusName), error.message))
     if error.name.hasPrefix("org.bluez.Error."), error.kind != .other {
