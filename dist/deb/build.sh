@@ -30,7 +30,7 @@ libs=$(cd "$work" && dpkg-shlibdeps -O "$root/usr/bin/birdctl" | sed -n 's/^shli
 # Packed relative relocations (DT_RELR) need glibc 2.36; the binary says so with
 # a version it needs, GLIBC_ABI_DT_RELR, but no symbol of it, which is all
 # dpkg-shlibdeps counts.
-if readelf -V "$root/usr/bin/birdctl" | grep -q GLIBC_ABI_DT_RELR; then
+if grep -q GLIBC_ABI_DT_RELR <<< "$(readelf -V "$root/usr/bin/birdctl")"; then
     libs=$(sed -E 's/libc6 \(>= 2\.(3[0-5]|[12][0-9])\)/libc6 (>= 2.36)/' <<< "$libs")
 fi
 # Built-Using: the source packages of the static archives linked in (STATIC_ARCHIVES,
