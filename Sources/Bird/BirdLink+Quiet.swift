@@ -59,7 +59,7 @@ extension BirdLink {
     static func cameFromTheBird(_ error: BlueZError) -> Bool {
         switch error.kind {
         case .notPermitted, .notAuthorized, .notSupported, .invalidOffset, .invalidValueLength: true
-        case .failed: error.message.lowercased().contains("att error")
+        case .failed: error.isUnnamedATTError
         default: false
         }
     }

@@ -65,6 +65,13 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         kind == .failed && message.includes("br-connection-canceled")
     }
 
+    /// A request the peer answered with an ATT error bluetoothd has no name
+    /// for ("ATT error: 0x…", whatever its case): an answer from the peer,
+    /// not a failure of the link.
+    public var isUnnamedATTError: Bool {
+        kind == .failed && message.lowercased().includes("att error")
+    }
+
     /// StartNotify (or AcquireNotify) refused because another client holds
     /// the characteristic's notifications through AcquireNotify: bluetoothd
     /// gives them to that client alone.

@@ -35,7 +35,7 @@ struct LayeringTests {
 
     /// BlueZ's messages that mean something to birdctl: the BlueZ layer
     /// names them (`BlueZError.isNotifyAcquiredByAnother`, …).
-    static let bluezMessages: Set<String> = ["Notify acquired", "le-connection-abort-by-local", "br-connection-canceled"]
+    static let bluezMessages: Set<String> = ["Notify acquired", "le-connection-abort-by-local", "br-connection-canceled", "att error"]
 
     @Test(arguments: ["Bird", "Sinks", "BirdctlCLI", "birdctl"])
     func noBlueZNameAboveTheBlueZLayer(_ target: String) throws {

@@ -90,6 +90,16 @@ struct BlueZErrorTests {
         #expect(!BlueZError(.notReady, message: "br-connection-canceled").isConnectionCanceled)
     }
 
+    /// bluetoothd names the ATT errors it knows (NotPermitted, InvalidOffset…);
+    /// the others come as Failed "ATT error: 0x…".
+    @Test func anUnnamedATTErrorIsFoundWhateverItsCase() {
+        #expect(BlueZError(.failed, message: "ATT error: 0x80").isUnnamedATTError)
+        #expect(BlueZError(.failed, message: "Operation failed with ATT error: 0x0e").isUnnamedATTError)
+        #expect(BlueZError(.failed, message: "att error: 0x11").isUnnamedATTError)
+        #expect(!BlueZError(.failed, message: "ATT: 0x80").isUnnamedATTError)
+        #expect(!BlueZError(.notPermitted, message: "ATT error: 0x80").isUnnamedATTError)
+    }
+
     /// bluetoothd 5.66 refuses StartNotify with NotPermitted "Notify acquired"
     /// while another client holds the notifications through AcquireNotify.
     @Test func notificationsHeldByAnotherClientAreNamedHere() {

@@ -101,9 +101,11 @@ struct GatewayOptions {
     /// No error quotes the whole URL: it may hold a password after all.
     static func parse(_ url: String) throws(UsageError) -> Target {
         let usage = "--mqtt expects mqtt://HOST[:PORT][/PREFIX] or mqtts://…"
-        guard let separator = url.firstRange(of: "://") else { throw UsageError(usage) }
-        let scheme = url[..<separator.lowerBound]
-        var rest = url[separator.upperBound...]
+        // The scheme ends at the first ':'. (Not firstRange(of: "://"): that is
+        // _StringProcessing's, which it would link in; see TextSearch.swift.)
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { throw UsageError(usage) }
+        let scheme = url[..<colon]
+        var rest = url[url.index(colon, offsetBy: 3)...]
         // Anywhere, not only before the first '/': in mqtt://user:1883/secret@host
         // the password holds a '/'. So no '@' in a prefix either.
         if rest.contains("@") {

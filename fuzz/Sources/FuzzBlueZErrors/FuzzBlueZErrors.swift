@@ -18,6 +18,7 @@ public func fuzzBlueZErrors(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let shouted = BlueZError(DBusError(DBusErrorName(name), message.uppercased()))
     if message.uppercased().lowercased() == message.lowercased() {
         require(shouted.needsPairing == error.needsPairing, "needsPairing depends on case: \(message.debugDescription)")
+        require(shouted.isUnnamedATTError == error.isUnnamedATTError, "an ATT error depends on case: \(message.debugDescription)")
     }
     return 0
 }
@@ -38,6 +39,7 @@ private func check(_ error: BlueZError) {
     }
     if error.isConnectionAbortByLocal { require(error.kind == .failed && error.isTransient) }
     if error.isConnectionCanceled { require(error.kind == .failed && error.isTransient) }
+    if error.isUnnamedATTError { require(error.kind == .failed && !error.isTransient) }
     // Answering with this error names it as it came, or by its kind.
     let answered = BlueZError(DBusError(DBusErrorName(error.dbusName), error.message))
     if error.name.hasPrefix("org.bluez.Error."), error.kind != .other {
