@@ -39,7 +39,7 @@ private func check(_ error: BlueZError) {
     }
     if error.isConnectionAbortByLocal { require(error.kind == .failed && error.isTransient) }
     if error.isConnectionCanceled { require(error.kind == .failed && error.isTransient) }
-    if error.isUnnamedATTError { require(error.kind == .failed && !error.isTransient) }
+    if error.isUnnamedATTError { require(error.kind == .failed) }
     // Answering with this error names it as it came, or by its kind.
     let answered = BlueZError(DBusError(DBusErrorName(error.dbusName), error.message))
     if error.name.hasPrefix("org.bluez.Error."), error.kind != .other {
