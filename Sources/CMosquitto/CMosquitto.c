@@ -28,6 +28,7 @@ static struct {
     __typeof__(mosquitto_message_callback_set) *message_callback_set;
     __typeof__(mosquitto_strerror) *strerror_;
     __typeof__(mosquitto_connack_string) *connack_string;
+    void (*openssl_thread_stop)(void); // libcrypto's, through libmosquitto; NULL without it
 } api;
 
 static const char *load_error = "libmosquitto was never loaded";
@@ -65,6 +66,7 @@ static void load(void) {
     RESOLVE(message_callback_set, "mosquitto_message_callback_set")
     RESOLVE(strerror_, "mosquitto_strerror")
     RESOLVE(connack_string, "mosquitto_connack_string")
+    api.openssl_thread_stop = (void (*)(void))dlsym(library, "OPENSSL_thread_stop");
     load_error = NULL;
 }
 
@@ -128,3 +130,7 @@ void cmosq_message_callback_set(struct mosquitto *mosq,
 }
 const char *cmosq_strerror(int mosq_errno) { return api.strerror_(mosq_errno); }
 const char *cmosq_connack_string(int connack_code) { return api.connack_string(connack_code); }
+
+void cmosq_openssl_thread_stop(void) {
+    if (api.openssl_thread_stop) api.openssl_thread_stop();
+}

@@ -187,18 +187,37 @@ public final class MQTTPublisher: @unchecked Sendable {
     // MARK: The publisher's thread
 
     private func run() {
+        let failure = publishUntilEnded()
+        // OpenSSL frees a thread's state in a destructor as the thread ends.
+        // Once this thread has told of its end, birdctl may exit, and exit()
+        // tears down OpenSSL's globals (OPENSSL_cleanup): a destructor running
+        // into that crashed birdctl (SIGSEGV instead of its exit status, seen
+        // under ThreadSanitizer). So that state goes before anyone is told.
+        cmosq_openssl_thread_stop()
+        let done = state.withLock { state in
+            if let failure { state.failure = failure }
+            defer { state.whenClosed = nil }
+            return state.whenClosed
+        }
+        if let failure { onEvent(.failed(failure)) }
+        done?()
+    }
+
+    /// Connects, then runs libmosquitto's loop until `close` is done (nil)
+    /// or the publisher fails (why).
+    private func publishUntilEnded() -> MQTTError? {
         let rc = cmosq_connect(handle, settings.host, Int32(settings.port), Int32(settings.keepaliveSeconds))
         if rc != MOSQ_ERR_SUCCESS.rawValue {
-            return fail(rc == MOSQ_ERR_TLS.rawValue ? .tls(loggedError(rc)) : .unreachable(describe(rc)))
+            return rc == MOSQ_ERR_TLS.rawValue ? .tls(loggedError(rc)) : .unreachable(describe(rc))
         }
         while true {
             let rc = cmosq_loop_forever(handle, -1, 1)
             let (closing, failure) = state.withLock { ($0.closing, $0.failure) }
-            if let failure { return fail(failure) }
-            if closing { break }
+            if let failure { return failure }
+            if closing { return nil }
             switch rc {
-            case MOSQ_ERR_TLS.rawValue: return fail(.tls(loggedError(rc)))
-            case MOSQ_ERR_AUTH.rawValue, MOSQ_ERR_ACL_DENIED.rawValue: return fail(.refused(describe(rc)))
+            case MOSQ_ERR_TLS.rawValue: return .tls(loggedError(rc))
+            case MOSQ_ERR_AUTH.rawValue, MOSQ_ERR_ACL_DENIED.rawValue: return .refused(describe(rc))
             default:
                 // Gave up on an error it counts as fatal (a failed DNS lookup):
                 // for a gateway that has been connected, another try later.
@@ -206,21 +225,6 @@ public final class MQTTPublisher: @unchecked Sendable {
                 _ = cmosq_reconnect(handle)
             }
         }
-        let done = state.withLock { state in
-            defer { state.whenClosed = nil }
-            return state.whenClosed
-        }
-        done?()
-    }
-
-    private func fail(_ error: MQTTError) {
-        let done = state.withLock { state in
-            state.failure = error
-            defer { state.whenClosed = nil }
-            return state.whenClosed
-        }
-        onEvent(.failed(error))
-        done?()
     }
 
     private func connected(_ code: Int32) {

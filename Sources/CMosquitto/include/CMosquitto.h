@@ -47,4 +47,9 @@ void cmosq_message_callback_set(struct mosquitto *_Nonnull mosq,
 const char *_Nonnull cmosq_strerror(int mosq_errno);
 const char *_Nonnull cmosq_connack_string(int connack_code);
 
+/// Frees the calling thread's OpenSSL state now (OPENSSL_thread_stop, found
+/// in the libcrypto libmosquitto loaded), instead of in a destructor as the
+/// thread ends; nothing if libmosquitto was built without OpenSSL.
+void cmosq_openssl_thread_stop(void);
+
 #endif
