@@ -58,7 +58,9 @@ public final class MQTTPublisher: @unchecked Sendable {
         try configure()
     }
 
-    deinit { cmosq_destroy(handle) }
+    /// A started publisher's thread destroys the handle as it ends (`run`),
+    /// and holds the publisher until then.
+    deinit { if !state.withLock(\.started) { cmosq_destroy(handle) } }
 
     private func configure() throws(MQTTError) {
         // Other threads publish: libmosquitto then only queues packets there
@@ -188,17 +190,20 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     private func run() {
         let failure = publishUntilEnded()
-        // OpenSSL frees a thread's state in a destructor as the thread ends.
-        // Once this thread has told of its end, birdctl may exit, and exit()
-        // tears down OpenSSL's globals (OPENSSL_cleanup): a destructor running
-        // into that crashed birdctl (SIGSEGV instead of its exit status, seen
-        // under ThreadSanitizer). So that state goes before anyone is told.
-        cmosq_openssl_thread_stop()
         let done = state.withLock { state in
             if let failure { state.failure = failure }
+            state.connected = false  // so no other thread uses the handle again
             defer { state.whenClosed = nil }
             return state.whenClosed
         }
+        // Once this thread has told of its end, birdctl may exit, and exit()
+        // tears down OpenSSL's globals (OPENSSL_cleanup). OpenSSL work on this
+        // thread after that, or its thread-exit destructor, crashed birdctl
+        // (SIGSEGV instead of its exit status, seen under ThreadSanitizer). So
+        // the client (its SSL context) and this thread's OpenSSL state go
+        // first, here, not in deinit, which may run on this thread later.
+        cmosq_destroy(handle)
+        cmosq_openssl_thread_stop()
         if let failure { onEvent(.failed(failure)) }
         done?()
     }
