@@ -175,6 +175,11 @@ extension BirdCentral {
         /// A write asked of a watch while it streams (`writeRequested`, the
         /// MQTT gateway's): done, or why not.
         case written(Peripheral, BirdValue, failure: BlueZError?)
+        /// `watch --all`: connect deadlines passed one after another on the
+        /// adapter (by name) with fewer links up than it held before: its
+        /// connect path is stuck, and it is powered off and on; `failure`:
+        /// that could not be done.
+        case adapterReset(adapter: String, failure: BlueZError?)
         /// A held bird went quiet (nothing heard for several of its usual gaps
         /// between notifications), and what its probe read found.
         case quiet(Peripheral, QuietProbe)

@@ -49,8 +49,7 @@ extension BirdFleet {
     /// attempt waits a random gap, and learned limits are learned again.
     mutating func linksRestarting(adapters: [ObjectPath]? = nil) -> [Action] {
         guard var scheduler else { return [] }
-        let forgotten = scheduler.learned(among: adapters)
-        let actions = scheduler.restarting(forgetting: adapters)
+        let (actions, forgotten) = scheduler.restarting(forgetting: adapters)
         self.scheduler = scheduler
         return actions + forgotten.flatMap(limitForgotten)
     }
@@ -106,6 +105,24 @@ extension BirdFleet {
         let peripheral = BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
         return [.report(.held(peripheral))]
             + on(replacement) { [adapter] in $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting) }
+    }
+
+    /// Machine `id`'s connect deadline passed on `adapter` (by name): if
+    /// nothing comes through the adapter any more, it is powered off and on
+    /// (see `LinkScheduler.deadlinePassed`).
+    mutating func adapterStuck(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
+        guard var scheduler, let device = central(id)?.currentDevice else { return [] }
+        let path = AdapterPool.adapter(of: device)
+        let stuck = scheduler.deadlinePassed(id, links: connectedDevices.count { $0 != device }, on: path)
+        self.scheduler = scheduler
+        guard stuck else { return [] }
+        return [.report(.adapterReset(adapter: adapter, failure: nil)), .resetAdapter(path)]
+    }
+
+    /// The adapter could not be powered off and on: said; its birds go on waiting for links.
+    public mutating func adapterResetFailed(_ path: ObjectPath, _ error: BlueZError) -> [Action] {
+        scheduler?.resetFailed(path)
+        return [.report(.adapterReset(adapter: AdapterPool.name(ofAdapter: path), failure: error))]
     }
 
     /// The limit the user gave, said once Bluetooth is ready.

@@ -60,6 +60,9 @@ public struct BirdFleet: Sendable {
         /// connected, have BlueZ drop it, as it drops a device it only heard.
         /// Heard again, BlueZ makes it anew. Not answered.
         case uncache(String)
+        /// `all`: power the adapter off and on, to unstick its connect path
+        /// (see `LinkScheduler.deadlinePassed`); a failure goes to `adapterResetFailed`.
+        case resetAdapter(ObjectPath)
         case armTimer(Timer, Duration)
         case cancelTimer(Timer)
         case report(BirdCentral.Report)
@@ -357,7 +360,9 @@ public struct BirdFleet: Sendable {
     public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
         scheduler?.attemptEnded(id)
         poolDeadlinePassed(id, connectedDevices: connectedDevices)
-        return on(id) { $0.connectDeadlinePassed(connectedDevices: connectedDevices, adapter: adapter) }
+        let stuck = adapterStuck(id, connectedDevices: connectedDevices, adapter: adapter)
+        // The attempt is undone (its Disconnect) before the adapter is powered off.
+        return on(id) { $0.connectDeadlinePassed(connectedDevices: connectedDevices, adapter: adapter) } + stuck
     }
 
     // MARK: Timers and stopping

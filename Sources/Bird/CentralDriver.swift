@@ -323,6 +323,8 @@ public final class CentralDriver: @unchecked Sendable {
                 else { continue }
                 client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
             }
+        case .resetAdapter(let adapter):
+            powerCycle(adapter, triesLeft: 2)
         case .forget(let id, let address):
             guard let adapter = core.adapter,
                 let device = client.tree.device(address: address, on: adapter.path)
@@ -344,6 +346,24 @@ public final class CentralDriver: @unchecked Sendable {
             for (_, timer) in timers { loop.cancel(timer) }
             timers.removeAll()
             core.finish { [onFinish] in onFinish(outcome) }
+        }
+    }
+
+    /// Powers the adapter off and on (`resetAdapter`). Powering off may be
+    /// refused while the controller still answers a cancelled connection
+    /// attempt: tried once more.
+    private func powerCycle(_ adapter: ObjectPath, triesLeft: Int) {
+        client.perform(.setPowered(adapter: adapter, false)) { [self] result in
+            switch result {
+            case .success:
+                client.perform(.setPowered(adapter: adapter, true)) { [self] result in
+                    if case .failure(let error) = result { apply { $0.adapterResetFailed(adapter, error) } }
+                }
+            case .failure where triesLeft > 1:
+                powerCycle(adapter, triesLeft: triesLeft - 1)
+            case .failure(let error):
+                apply { $0.adapterResetFailed(adapter, error) }
+            }
         }
     }
 

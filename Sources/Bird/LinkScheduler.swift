@@ -50,6 +50,18 @@ struct LinkScheduler: Sendable {
     /// at a time; a deadline armed while a Connect waited behind another
     /// that hung ran out unsent, and taught a wrong limit.)
     private var inFlight: (id: BirdFleet.MachineID, device: ObjectPath)?
+    /// Per adapter, the most links seen up at once (at a connection, or at a
+    /// deadline): the controller holds at least that many, so a deadline
+    /// with fewer up is no limit.
+    private var mostLinked: [ObjectPath: Int] = [:]
+    /// Per adapter, connect deadlines since its last connection.
+    private var deadlinesInARow: [ObjectPath: Int] = [:]
+    /// Adapters being powered off and on to unstick their connect path: the
+    /// limit learned stays when they come back (the same controller).
+    private var resetting: Set<ObjectPath> = []
+    /// Adapters that needed that: their learned limit is no longer checked
+    /// (an attempt past it is what sticks them).
+    private var stuckBefore: Set<ObjectPath> = []
     private var random: SplitMix64
 
     /// The shortest gap between two connection attempts; a random part of up
@@ -188,27 +200,32 @@ struct LinkScheduler: Sendable {
     /// powered on again, or another under the same name, starts afresh, and a
     /// deadline that passed as bluetoothd went may have taught a wrong one (the
     /// hour-long VM soak learned a limit of 1 so, and streamed no more).
-    mutating func restarting(forgetting adapters: [ObjectPath]? = nil) -> [BirdFleet.Action] {
-        if let adapters {
-            for adapter in adapters { (learnedLimits[adapter], strikes[adapter]) = (nil, nil) }
-            rechecking.subtract(adapters)
-            if let check, adapters.contains(check.adapter) { self.check = nil }
-        } else {
-            learnedLimits.removeAll()
-            strikes.removeAll()
-            rechecking.removeAll()
-            check = nil
+    /// Returns the gap's timer and the adapters whose learned limit was forgotten.
+    mutating func restarting(forgetting adapters: [ObjectPath]? = nil) -> (actions: [BirdFleet.Action], forgotten: [ObjectPath]) {
+        // An adapter birdctl powered off and on itself is the same controller.
+        let forgotten = (adapters ?? Array(Set(learnedLimits.keys).union(mostLinked.keys).union(strikes.keys)))
+            .filter { !resetting.contains($0) }
+        resetting.subtract(adapters ?? Array(resetting))
+        let forgottenLimits = forgotten.filter { learnedLimits[$0] != nil }.sorted { $0.rawValue < $1.rawValue }
+        for adapter in forgotten {
+            (learnedLimits[adapter], strikes[adapter], mostLinked[adapter]) = (nil, nil, nil)
+            stuckBefore.remove(adapter)
+            rechecking.remove(adapter)
+            if check?.adapter == adapter { check = nil }
         }
+        deadlinesInARow.removeAll()
         inFlight = nil
         gapOpen = false
-        return [.armTimer(.connectGap, nextGap())]
+        return ([.armTimer(.connectGap, nextGap())], forgottenLimits)
     }
 
     /// A connection never came while `links` others were up on `adapter`:
     /// the second time in a row at that count, its controller holds no more
     /// (unless the user said otherwise). True if that is news.
     mutating func learnLimit(_ links: Int, adapter: ObjectPath) -> Bool {
-        guard policy.links == nil, links > 0, learnedLimits[adapter] != links else { return false }
+        // Fewer than it held before: no limit (a stuck adapter, or a bird gone; see `deadlinePassed`).
+        guard policy.links == nil, links > 0, links >= mostLinked[adapter, default: 0], learnedLimits[adapter] != links
+        else { return false }
         guard strikes[adapter] == links else {
             strikes[adapter] = links
             return false
@@ -225,21 +242,45 @@ struct LinkScheduler: Sendable {
     /// then forgotten (the controller holds more).
     mutating func connected(_ id: BirdFleet.MachineID, on adapter: ObjectPath) -> Bool {
         if let strike = strikes[adapter], linkedAtAttempt[id, default: 0] >= strike { strikes[adapter] = nil }
+        mostLinked[adapter] = max(mostLinked[adapter, default: 0], linkedAtAttempt[id, default: 0] + 1)
+        deadlinesInARow[adapter] = nil
         guard let check, check.id == id, check.adapter == adapter, learnedLimits[adapter] != nil else { return false }
         self.check = nil
         learnedLimits[adapter] = nil
         return true
     }
 
-    /// The adapters among `adapters` (nil: all) whose limit was learned.
-    func learned(among adapters: [ObjectPath]?) -> [ObjectPath] {
-        learnedLimits.keys.filter { adapters?.contains($0) ?? true }.sorted { $0.rawValue < $1.rawValue }
+    /// Machine `id`'s connect deadline passed on `adapter` with `links` up
+    /// (at the deadline, or when its attempt went, whichever is more). True
+    /// if the adapter's connect path is stuck and is to be powered off and on:
+    /// a deadline with fewer links up than the adapter held before (or none)
+    /// cannot be its limit, and right after another deadline with no
+    /// connection between, nothing comes through. Linux 6.1 loses track of a
+    /// connection its controller refused and sends no connection request
+    /// again until the adapter is closed; a Disconnect or RemoveDevice of the
+    /// device does not help, a power cycle does (docs/scheduling.md).
+    mutating func deadlinePassed(_ id: BirdFleet.MachineID, links: Int, on adapter: ObjectPath) -> Bool {
+        let links = max(links, linkedAtAttempt[id, default: 0])
+        let before = mostLinked[adapter, default: 0]
+        mostLinked[adapter] = max(before, links)
+        let inARow = deadlinesInARow[adapter, default: 0] + 1
+        deadlinesInARow[adapter] = inARow
+        guard links < max(before, 1), inARow >= 2, !resetting.contains(adapter) else { return false }
+        resetting.insert(adapter)
+        stuckBefore.insert(adapter)
+        rechecking.remove(adapter)
+        deadlinesInARow[adapter] = nil
+        return true
     }
 
-    /// Time to check the learned limits: one attempt past each may go. False
-    /// if none is learned (the check need not come again).
+    /// The adapter could not be powered off and on: it is not being reset.
+    mutating func resetFailed(_ adapter: ObjectPath) { resetting.remove(adapter) }
+
+    /// Time to check the learned limits: one attempt past each may go (not
+    /// past those of adapters that got stuck). False if there is none to
+    /// check (the check need not come again).
     mutating func recheckDue() -> Bool {
-        rechecking = Set(learnedLimits.keys)
+        rechecking = Set(learnedLimits.keys).subtracting(stuckBefore)
         return !rechecking.isEmpty
     }
 

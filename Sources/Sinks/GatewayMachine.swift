@@ -211,7 +211,7 @@ public struct GatewayMachine: Sendable {
             actions.append(.publish(.event(address: nil, report)))
             linkLimits[adapter] = .some(limit)
             actions += linksNow()
-        case .gaveUp, .waiting:
+        case .gaveUp, .waiting, .adapterReset:
             actions.append(.publish(.event(address: nil, report)))
         case .forgotten(let address):
             // The fleet no longer hears it: nothing of it stays on the broker

@@ -187,6 +187,59 @@ struct LinkSchedulerTests {
         #expect(Set(connected) == Set([1, 2, 4, 5].map { bird($0).path }), "\(connected)")
     }
 
+    /// Linux 6.1 loses track of a connection its controller refused and
+    /// sends no connection request again: after the limit is learned, the
+    /// next deadline comes with fewer links up than the adapter held. That
+    /// teaches no lower limit; the adapter is powered off and on (after the
+    /// hung attempt is undone), keeps its limit when it comes back, and that
+    /// limit is not checked again (an attempt past it is what sticks it).
+    @Test func anAdapterStuckAfterARefusalIsPoweredOffAndOnAndKeepsItsLimit() {
+        var fleet = BirdFleet.threeLinkedAndAFourthOut()
+        _ = fleet.refusedTwice(4, id: 3, up: [1, 2, 3])
+        // Bird 3 is polled from now on; once its link is down, bird 4 (machine 6) goes.
+        _ = fleet.timerFired(.connectGap)
+        #expect(connects(fleet.deviceDisconnected(bird(3).path) + fleet.timerFired(.connectGap)) == [bird(4).path])
+        let stuck = fleet.connectDeadlinePassed(6, connectedDevices: [bird(1).path, bird(2).path], adapter: "hci0")
+        #expect(!reports(stuck).contains { if case .links = $0 { true } else { false } }, "no lower limit: \(reports(stuck))")
+        #expect(reports(stuck).contains(.adapterReset(adapter: "hci0", failure: nil)))
+        let undo = stuck.firstIndex(of: .disconnect(bird(4).path)), reset = stuck.firstIndex(of: .resetAdapter(adapter.path))
+        #expect(undo != nil && reset != nil && undo! < reset!, "\(stuck)")
+        // Off and on again: the same controller, its limit kept.
+        _ = fleet.adapterPoweredOff(AdapterChoice(path: adapter.path, name: "hci0", powered: false))
+        let back = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        #expect(!reports(back).contains { if case .links = $0 { true } else { false } }, "\(reports(back))")
+        let recheck = fleet.timerFired(.limitRecheck)
+        #expect(!recheck.contains(.armTimer(.limitRecheck, .seconds(600))), "\(recheck)")
+    }
+
+    /// A deadline with fewer links up than the adapter held (or none) may be
+    /// a bird that left: one alone resets nothing, nor one after a
+    /// connection; two in a row do — with no link ever up too (a second
+    /// birdctl on an adapter already stuck). A power cycle refused is said.
+    @Test func twoDeadlinesInARowBelowTheLinksHeldResetTheAdapter() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        #expect(connects(fleet.deviceSighted(bird(1).sighting) + fleet.timerFired(.connectGap)) == [bird(1).path])
+        _ = fleet.deviceSighted(bird(2).sighting)
+        let first = fleet.connectDeadlinePassed(0, connectedDevices: [], adapter: "hci0")
+        #expect(!first.contains(.resetAdapter(adapter.path)), "one deadline is a bird gone: \(first)")
+        #expect(connects(first + fleet.timerFired(.connectGap)) == [bird(2).path])
+        // Bird 2 connects: the adapter works; bird 3's deadline is a first again.
+        _ = fleet.connectReplied(1, .success(()))
+        _ = fleet.servicesResolved(device: bird(2).path, characteristics: [.alpha: bird(2).alpha])
+        _ = fleet.deviceDisconnected(bird(2).path)
+        #expect(connects(fleet.deviceSighted(bird(3).sighting) + fleet.timerFired(.connectGap)) == [bird(3).path])
+        _ = fleet.deviceSighted(bird(4).sighting)
+        let third = fleet.connectDeadlinePassed(2, connectedDevices: [], adapter: "hci0")
+        #expect(!third.contains(.resetAdapter(adapter.path)), "\(third)")
+        // Bird 4's deadline right after: nothing comes through.
+        #expect(connects(third + fleet.timerFired(.connectGap)) == [bird(4).path])
+        let fourth = fleet.connectDeadlinePassed(3, connectedDevices: [], adapter: "hci0")
+        #expect(fourth.contains(.resetAdapter(adapter.path)), "\(fourth)")
+        let refused = BlueZError(.notReady, name: "org.bluez.Error.NotReady", message: "Resource Not Ready")
+        #expect(fleet.adapterResetFailed(adapter.path, refused) == [.report(.adapterReset(adapter: "hci0", failure: refused))])
+    }
+
     /// One attempt out at a time: the next Connect waits for the last one's
     /// answer (or deadline), not only for the gap, so that its deadline runs
     /// while its Connect is out — not while it waits behind one that hangs

@@ -155,6 +155,12 @@ struct ReportFormatter {
             object.add("adapter", adapter)
             object.add("reason", reason.rawValue)
             return object.rendered
+        case .adapterReset(let adapter, let failure):
+            var object = event("adapter-reset", nil)
+            object.add("adapter", adapter)
+            object.add("ok", .bool(failure == nil))
+            if let failure { object.add("message", "could not power \(adapter) off and on: \(failure)") }
+            return object.rendered
         case .quiet(let p, let probe):
             return quietLine(p, probe)
         case .pairing(let p):
@@ -193,6 +199,9 @@ struct ReportFormatter {
         case .polled(let p): "polling \(label(p)) from now on, to share the last link"
         case .held(let p): "holding \(label(p)) from now on: a link is free for it"
         case .adapter(let p, let adapter, let reason): "\(label(p)) is connected through \(adapter) now (\(reason.rawValue))"
+        case .adapterReset(let adapter, nil):
+            "no connection comes through \(adapter) (connect deadlines in a row, fewer links up than it held): powering it off and on"
+        case .adapterReset(let adapter, let failure?): "could not power \(adapter) off and on: \(explained(failure))"
         case .quiet(let p, let probe): quietText(p, probe)
         case .pairing(let p): "pairing with \(label(p))"
         case .paired(let p): "paired with \(label(p))"
