@@ -324,7 +324,13 @@ public final class CentralDriver: @unchecked Sendable {
                 client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
             }
         case .resetAdapter(let adapter):
-            powerCycle(adapter, triesLeft: 2)
+            // Every link on it ended first, each answered: Linux 6.1 oopsed
+            // (hci_chan_del) when bluetoothd closed a socket whose link the
+            // power-off had already dropped. (No attempt goes out meanwhile: the gate holds them.)
+            connectedDevices(on: adapter) { [self] linked in
+                let devices = Set(linked + fleet.currentDevices.filter { $0.isDescendant(of: adapter) })
+                disconnectAll(Array(devices)) { [self] in powerCycle(adapter, triesLeft: 2) }
+            }
         case .forget(let id, let address):
             guard let adapter = core.adapter,
                 let device = client.tree.device(address: address, on: adapter.path)
@@ -347,6 +353,12 @@ public final class CentralDriver: @unchecked Sendable {
             timers.removeAll()
             core.finish { [onFinish] in onFinish(outcome) }
         }
+    }
+
+    /// Disconnects each device, then calls `body` once every Disconnect is answered.
+    private func disconnectAll(_ devices: [ObjectPath], then body: @escaping @Sendable () -> Void) {
+        guard let device = devices.first else { return body() }
+        client.perform(.disconnect(device: device)) { [self] _ in disconnectAll(Array(devices.dropFirst()), then: body) }
     }
 
     /// Powers the adapter off and on (`resetAdapter`). Powering off may be

@@ -168,7 +168,8 @@ struct LinkScheduler: Sendable {
                 continue
             }
             let adapter = entry.adapter
-            if adapter != lastFull && !moreFull.contains(adapter) {
+            // An adapter being powered off and on takes no attempt until it is back.
+            if adapter != lastFull && !moreFull.contains(adapter) && !resetting.contains(adapter) {
                 let counts = links(adapter)
                 let limit = limit(on: adapter) ?? Int.max
                 let checking = counts.up == limit && rechecking.contains(adapter)

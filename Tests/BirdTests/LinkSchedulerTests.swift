@@ -204,10 +204,14 @@ struct LinkSchedulerTests {
         #expect(reports(stuck).contains(.adapterReset(adapter: "hci0", failure: nil)))
         let undo = stuck.firstIndex(of: .disconnect(bird(4).path)), reset = stuck.firstIndex(of: .resetAdapter(adapter.path))
         #expect(undo != nil && reset != nil && undo! < reset!, "\(stuck)")
+        // Bird 4 gets another chance, but no attempt goes out until the adapter is back.
+        #expect(connects(stuck + fleet.timerFired(.connectGap)) == [])
         // Off and on again: the same controller, its limit kept.
         _ = fleet.adapterPoweredOff(AdapterChoice(path: adapter.path, name: "hci0", powered: false))
         let back = fleet.bluetoothReady(adapter: adapter, requested: nil)
         #expect(!reports(back).contains { if case .links = $0 { true } else { false } }, "\(reports(back))")
+        // Heard again as discovery comes back on: let through.
+        #expect(connects(back + fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
         let recheck = fleet.timerFired(.limitRecheck)
         #expect(!recheck.contains(.armTimer(.limitRecheck, .seconds(600))), "\(recheck)")
     }
