@@ -18,4 +18,10 @@ static inline int cloop_receive_datagrams(int fd, struct cloop_datagram_header *
     return (int)syscall(SYS_recvmmsg, fd, entries, count, MSG_DONTWAIT, (void *)0);
 }
 
+// accept4(2) is declared only under _GNU_SOURCE too: a connection taken
+// non-blocking and close-on-exec in one call. -1 and errno (EAGAIN: none waiting).
+static inline int cloop_accept(int fd) {
+    return (int)syscall(SYS_accept4, fd, (void *)0, (void *)0, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
 #endif

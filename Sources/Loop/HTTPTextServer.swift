@@ -1,0 +1,247 @@
+import CLoop
+import Glibc
+
+/// A small HTTP/1.x server on the loop for a scraper such as Prometheus: each
+/// connection sends one request; a GET (or HEAD) of `path` is answered with
+/// the text `body()` gives at that moment, anything else with an error
+/// status, and the connection is closed. A client that misbehaves costs
+/// little and is dropped: at most `maximumClients` connections at once (one
+/// more is closed at once), a request head of at most 8 KiB, and
+/// `clientDeadline` to send its request and take the answer. Loop-confined.
+public final class HTTPTextServer: @unchecked Sendable {
+    public static let maximumClients = 16
+    public static let maximumRequestHead = 8192
+    public static let clientDeadline = Duration.seconds(10)
+
+    private let loop: EventLoop
+    private let listener: Int32
+    private var watch: AnyObject?
+    private let path: String
+    private let contentType: String
+    private let body: () -> String
+    private var clients: [Int32: Client] = [:]
+    /// The port listened on (the one chosen by the kernel for port 0).
+    public let port: UInt16
+
+    private final class Client {
+        var request: [UInt8] = []
+        var response: [UInt8] = []
+        var sent = 0
+        var watch: AnyObject?
+        var deadline: EventLoop.TimerID?
+    }
+
+    /// Listens on `host` (nil: every address, IPv6 and IPv4) and `port` (0:
+    /// any free one). Must be called on the loop.
+    public init(
+        loop: EventLoop, host: String?, port: UInt16, path: String, contentType: String,
+        body: @escaping () -> String
+    ) throws(ListenError) {
+        loop.assertInLoop()
+        let listener = try Self.listen(host: host, port: port)
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        guard named == 0 else {
+            let error = ListenError.system("getsockname", errno)
+            close(listener)
+            throw error
+        }
+        self.port = Self.port(of: address)
+        self.loop = loop
+        self.listener = listener
+        self.path = path
+        self.contentType = contentType
+        self.body = body
+        watch = loop.watchReadable(listener) { [unowned self] in acceptAll() }
+    }
+
+    deinit { stop() }
+
+    /// Stops listening and drops every client (on the loop).
+    public func stop() {
+        guard let watch else { return }
+        loop.unwatch(watch)
+        self.watch = nil
+        close(listener)
+        for fd in Array(clients.keys) { drop(fd) }
+    }
+
+    public enum ListenError: Error, Equatable, CustomStringConvertible {
+        /// The host is not an address this machine can listen on.
+        case badHost(String, String)
+        case system(String, Int32)
+
+        public var description: String {
+            switch self {
+            case .badHost(let host, let reason): "cannot listen on \(host): \(reason)"
+            case .system(let call, let code): "\(call): \(String(cString: strerror(code)))"
+            }
+        }
+    }
+
+    // MARK: Listening
+
+    private static func listen(host: String?, port: UInt16) throws(ListenError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        // With no host, the IPv6 wildcard first: it takes IPv4 too (IPV6_V6ONLY off).
+        let status = getaddrinfo(host ?? "::", String(port), &hints, &found)
+        if status != 0 {
+            guard host == nil else { throw .badHost(host!, String(cString: gai_strerror(status))) }
+            // No IPv6 on this machine: IPv4's wildcard.
+            hints.ai_family = AF_INET
+            guard getaddrinfo(nil, String(port), &hints, &found) == 0 else {
+                throw .badHost("*", String(cString: gai_strerror(status)))
+            }
+        }
+        defer { freeaddrinfo(found) }
+        var lastError = ListenError.badHost(host ?? "*", "no address")
+        var entry = found
+        while let info = entry?.pointee {
+            entry = info.ai_next
+            let fd = socket(info.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else {
+                lastError = .system("socket", errno)
+                continue
+            }
+            var on: Int32 = 1, off: Int32 = 0
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            if info.ai_family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &off, socklen_t(MemoryLayout<Int32>.size)) }
+            guard bind(fd, info.ai_addr, info.ai_addrlen) == 0 else {
+                lastError = .system("bind", errno)
+                close(fd)
+                continue
+            }
+            guard Glibc.listen(fd, 16) == 0 else {
+                lastError = .system("listen", errno)
+                close(fd)
+                continue
+            }
+            return fd
+        }
+        throw lastError
+    }
+
+    private static func port(of address: sockaddr_storage) -> UInt16 {
+        var address = address
+        let family = Int32(address.ss_family)
+        return withUnsafePointer(to: &address) { pointer in
+            switch family {
+            case AF_INET: pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            case AF_INET6: pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            default: 0
+            }
+        }
+    }
+
+    private func acceptAll() {
+        while watch != nil {
+            let fd = cloop_accept(listener)
+            guard fd >= 0 else { return }  // EAGAIN: none left; other errors: the next wake-up tries again
+            guard clients.count < Self.maximumClients else {
+                close(fd)
+                continue
+            }
+            let client = Client()
+            clients[fd] = client
+            client.watch = loop.watchReadable(fd) { [unowned self] in read(fd) }
+            client.deadline = loop.schedule(after: Self.clientDeadline) { [weak self] in
+                self?.clients[fd]?.deadline = nil
+                self?.drop(fd)
+            }
+        }
+    }
+
+    // MARK: One client
+
+    private func read(_ fd: Int32) {
+        guard let client = clients[fd] else { return }
+        var chunk = [UInt8](repeating: 0, count: 2048)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if count < 0, errno == EAGAIN || errno == EINTR { return }
+        guard count > 0 else { return drop(fd) }  // closed before its request ended, or an error
+        client.request += chunk[..<count]
+        if let head = Self.head(of: client.request) {
+            return answer(fd, client, head)
+        }
+        if client.request.count > Self.maximumRequestHead {
+            answer(fd, client, status: "431 Request Header Fields Too Large", text: "request head too long\n")
+        }
+    }
+
+    /// The request head up to its blank line, if it has come.
+    static func head(of request: [UInt8]) -> String? {
+        let end: [UInt8] = [13, 10, 13, 10]
+        guard request.count >= 4 else { return nil }
+        for index in 0...(request.count - 4) where request[index..<(index + 4)].elementsEqual(end) {
+            return String(decoding: request[..<index], as: UTF8.self)
+        }
+        return nil
+    }
+
+    private func answer(_ fd: Int32, _ client: Client, _ head: String) {
+        let requestLine = head.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+        let parts = requestLine.split(separator: " ")
+        guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else {
+            return answer(fd, client, status: "400 Bad Request", text: "not an HTTP/1 request\n")
+        }
+        let method = parts[0], target = parts[1]
+        guard method == "GET" || method == "HEAD" else {
+            return answer(fd, client, status: "405 Method Not Allowed", text: "only GET\n", extra: "Allow: GET, HEAD\r\n")
+        }
+        let requested = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        guard requested == path else {
+            return answer(fd, client, status: "404 Not Found", text: "the metrics are at \(path)\n")
+        }
+        answer(fd, client, status: "200 OK", text: body(), contentType: contentType, withBody: method == "GET")
+    }
+
+    private func answer(
+        _ fd: Int32, _ client: Client, status: String, text: String, contentType: String = "text/plain; charset=utf-8",
+        extra: String = "", withBody: Bool = true
+    ) {
+        if let watch = client.watch { loop.unwatch(watch) }
+        client.watch = nil
+        let content = Array(text.utf8)
+        let head = "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(content.count)\r\n"
+            + extra + "Connection: close\r\n\r\n"
+        client.response = Array(head.utf8) + (withBody ? content : [])
+        write(fd)
+    }
+
+    private func write(_ fd: Int32) {
+        guard let client = clients[fd] else { return }
+        while client.sent < client.response.count {
+            let count = client.response.withUnsafeBytes {
+                send(fd, $0.baseAddress! + client.sent, $0.count - client.sent, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            }
+            if count < 0, errno == EAGAIN {
+                // The rest when the socket takes more.
+                if client.watch == nil {
+                    let watch = EventLoop.IOWatch(fd: fd, events: Int16(POLLOUT)) { [unowned self] _ in write(fd) }
+                    loop.addWatch(watch)
+                    client.watch = watch
+                }
+                return
+            }
+            guard count > 0 else { return drop(fd) }
+            client.sent += count
+        }
+        // All sent: no more from this client (it asked for one answer).
+        shutdown(fd, Int32(SHUT_WR))
+        drop(fd)
+    }
+
+    private func drop(_ fd: Int32) {
+        guard let client = clients.removeValue(forKey: fd) else { return }
+        if let watch = client.watch { loop.unwatch(watch) }
+        if let deadline = client.deadline { loop.cancel(deadline) }
+        close(fd)
+    }
+}
