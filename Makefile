@@ -32,9 +32,9 @@ SWIFT ?= swift
 # libdbus headers for the CDBus module; a dbus-daemon for private test buses;
 # Debian's python3 with dbus-python, GLib and python-dbusmock for the fake BlueZ;
 # libmosquitto for the MQTT gateway, and a real broker, its clients and openssl
-# (a test CA) to test it against.
+# (a test CA) to test it against; Prometheus (server and promtool) to scrape --metrics.
 DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python3-gi python3-dbusmock \
-	libmosquitto-dev mosquitto mosquitto-clients openssl gdb
+	libmosquitto-dev mosquitto mosquitto-clients openssl gdb prometheus
 
 # The benchmarks: the C floor, a venv for the peers, callgrind for profiling,
 # bluez for bluetoothctl (a peer for reads).

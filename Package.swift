@@ -37,12 +37,14 @@ let package = Package(
         .target(name: "MQTT", dependencies: ["CMosquitto", "Threads"]),
         // Where readings go, as policy with no I/O: the MQTT gateway's state machine.
         .target(name: "Sinks", dependencies: ["Bird"]),
+        // What an operator sees: the health page (`--metrics`) in Prometheus's text format.
+        .target(name: "Health", dependencies: ["Bird", "Loop"]),
         // The git revision of a release build (a C macro `make release` sets).
         .target(name: "BuildInfo"),
         // glibc's malloc.h (heap statistics, malloc_trim), which Swift's Glibc module leaves out.
         .systemLibrary(name: "CMalloc"),
         // The command line as a library: argument parsing, output formats, escaping, exit codes.
-        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "Sinks", "BuildInfo", "CMalloc"]),
+        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "Sinks", "Health", "BuildInfo", "CMalloc"]),
         // The executable: blocks signals, runs BirdctlCLI, exits.
         .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
         // What the test support asks of the kernel with a sockaddr or C strings (a free port, posix_spawn).
@@ -64,6 +66,7 @@ let package = Package(
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "SinksTests", dependencies: ["Sinks", "Bird", "DBus"]),
+        .testTarget(name: "HealthTests", dependencies: ["Health", "Bird", "BlueZ", "DBus", "Loop"]),
         // The command line's parsing, escaping and formatting, without a bus.
         .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus", "MQTT"]),
         // Runs the built birdctl against the fake BlueZ (and the gateway, in-process, against mosquitto).

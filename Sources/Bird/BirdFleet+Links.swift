@@ -32,6 +32,12 @@ extension BirdFleet {
         return actions + feedHandOvers() + admitWaiting() + grantConnects()
     }
 
+    /// The adapter's link limit if known, and whether it was learned (not given).
+    public func linkLimit(on adapter: ObjectPath) -> (limit: Int?, learned: Bool) {
+        guard let scheduler, let limit = scheduler.limit(on: adapter) else { return (nil, false) }
+        return (limit, scheduler.policy.links == nil)
+    }
+
     /// The next connection attempt, if a link is free and the gap has passed.
     mutating func grantConnects() -> [Action] {
         guard outcome == nil else { return [] }

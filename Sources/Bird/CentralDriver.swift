@@ -36,6 +36,8 @@ public final class CentralDriver: @unchecked Sendable {
     private var borrowedLinks: Set<ObjectPath> = []
     /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
     private var linkMTUs: [ObjectPath: Int] = [:]
+    /// What was tried through each adapter (`adapterHealth`).
+    private var counters = AdapterCounters()
 
     /// Every Bird heard with its RSSI (on the loop): a gateway of a fleet
     /// reports how well it hears each bird.
@@ -152,6 +154,7 @@ public final class CentralDriver: @unchecked Sendable {
     }
 
     private func sighted(_ sighting: Sighting) {
+        if sighting.isBird { counters.count(AdapterPool.adapter(of: sighting.device)) { $0.advertisements += 1 } }
         if let onHeard, let rssi = sighting.rssi, sighting.isBird { onHeard(sighting.address.uppercased(), rssi) }
         apply { $0.deviceSighted(sighting) }
     }
@@ -237,6 +240,19 @@ public final class CentralDriver: @unchecked Sendable {
         return true
     }
 
+    /// Each adapter in use, and those tried before: links, limit and counts (on the loop).
+    public func adapterHealth() -> [AdapterHealth] {
+        loop.assertInLoop()
+        var paths = Set(counters.byAdapter.keys)
+        if let pool { paths.formUnion(pool.members.map(\.path)) } else if let adapter = core.adapter { paths.insert(adapter.path) }
+        return paths.sorted { $0.rawValue < $1.rawValue }.map { path in
+            var health = counters.byAdapter[path] ?? AdapterHealth(name: AdapterPool.name(ofAdapter: path))
+            health.links = fleet.linksUp(on: path).up
+            (health.limit, health.limitLearned) = fleet.linkLimit(on: path)
+            return health
+        }
+    }
+
     /// A gateway of a fleet holds the bird now: it may be connected (on the loop).
     public func grant(_ address: String) { apply { $0.grant(address) } }
 
@@ -255,6 +271,7 @@ public final class CentralDriver: @unchecked Sendable {
     private func perform(_ action: BirdFleet.Action) {
         switch action {
         case .startScanning(let id, _) where pool != nil:
+            for adapter in pool?.members ?? [] where adapter.powered { counters.count(adapter.path) { $0.discoveryStarts += 1 } }
             pool?.startDiscovery(
                 onStarted: { [self] heard in heard.forEach { s in apply { $0.deviceSighted(s) } } },
                 onFailure: { [self] error in
@@ -268,6 +285,7 @@ public final class CentralDriver: @unchecked Sendable {
                 loop.execute { [self] in apply { $0.deviceKnown(id, known) } }
                 return
             }
+            if !discovery.isOn { counters.count(adapter.path) { $0.discoveryStarts += 1 } }
             discovery.start(
                 on: adapter.path, onStarted: { [self] heard in heard.forEach { s in apply { $0.deviceSighted(s) } } },
                 onFailure: { [self] error in apply { $0.scanFailed(id, error) } })
@@ -324,6 +342,7 @@ public final class CentralDriver: @unchecked Sendable {
                 client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
             }
         case .resetAdapter(let adapter):
+            counters.count(adapter) { $0.resets += 1 }
             // Every link on it ended first, each answered: Linux 6.1 oopsed
             // (hci_chan_del) when bluetoothd closed a socket whose link the
             // power-off had already dropped. (No attempt goes out meanwhile: the gate holds them.)
@@ -427,8 +446,11 @@ public final class CentralDriver: @unchecked Sendable {
         connectOwned = device
         if client.tree.device(device)?.connected == true { borrowedLinks.insert(device) }
         let timeout = fleet.configuration.connectTimeout + .seconds(1)
+        let adapter = AdapterPool.adapter(of: device)
+        counters.count(adapter) { $0.connectAttempts += 1 }
         client.perform(.connect(device: device, timeout: timeout)) { [self] result in
             connectInFlight = false
+            if case .failure(let error) = result { counters.connectFailed(adapter, error.kind.label) }
             guard connectOwned == device else { return connectNext() }
             connectOwned = nil
             apply { $0.connectReplied(id, result) }
@@ -445,6 +467,7 @@ public final class CentralDriver: @unchecked Sendable {
         guard case .machine(let id, .connect) = timer, fleet.runs(id), let adapter = connectingAdapter(id) else {
             return apply { $0.timerFired(timer) }
         }
+        counters.connectFailed(adapter.path, "timeout")
         connectedDevices(on: adapter.path) { [self] links in
             apply { $0.connectDeadlinePassed(id, connectedDevices: links, adapter: adapter.name) }
         }

@@ -89,6 +89,9 @@ extension Option {
 
     static let quiet = Option("--quiet", "print no readings or events (errors still go to stderr); with --mqtt")
 
+    static let metrics = Option(
+        "--metrics", "serve health metrics (Prometheus text format) at http://[ADDRESS:]PORT/metrics",
+        .text(label: "[ADDRESS:]PORT"), fallback: "not served; ADDRESS defaults to every address of the machine")
     static let mqtt = Option(
         "--mqtt", "also publish to this MQTT broker: mqtt[s]://HOST[:PORT][/PREFIX]", .text(label: "URL"))
     /// `retire`'s: the same option, what it names there.

@@ -1,3 +1,4 @@
+import CTestSupport
 import Foundation
 
 /// Where the repository's fixtures live, wherever it is cloned.
@@ -8,6 +9,13 @@ public let fixturesDirectory: URL = URL(fileURLWithPath: #filePath)
 public struct TestSetupError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// A loopback port nothing listens on, from the kernel (bind to port 0).
+public func freeLoopbackPort() throws -> Int {
+    let port = test_support_free_loopback_port()
+    guard port > 0 else { throw TestSetupError("no free port: errno \(-port)") }
+    return Int(port)
 }
 
 /// Checks `condition` every `pause` until it holds or `timeout` has passed;

@@ -1,5 +1,6 @@
 import Bird
 import Glibc
+import Health
 
 /// `birdctl watch`: stream one line per reading until stopped.
 enum WatchCommand {
@@ -51,7 +52,7 @@ enum WatchCommand {
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapters, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .mqttWriteTTL, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
-            .quiet, .help,
+            .metrics, .quiet, .help,
         ],
         run: run)
 
@@ -84,6 +85,8 @@ enum WatchCommand {
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
         for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
 
+        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text)) }
+
         return try Session.run(json: common.json, verbose: common.verbose) { session throws(UsageError) in
             let formatter = session.formatter
             let stdout = session.stdout
@@ -98,6 +101,7 @@ enum WatchCommand {
                     // The command is ending: what comes now (a notification socket's
                     // last datagrams, calls failing) is neither printed nor published.
                     if session.busLost { return }
+                    metrics?.record(report)
                     gateway?.handle(report)
                     if quiet { return }
                     switch report {
@@ -128,12 +132,22 @@ enum WatchCommand {
             }
             gateway?.onFailure = driver.stop
             gateway?.onWrite = { [unowned driver] in driver.write($0, $1) }
-            if let gateway, gatewayOptions?.fleet != nil {
-                driver.onHeard = { [unowned gateway] address, rssi in gateway.heard(address, rssi: rssi) }
-                gateway.onGrant = { [unowned driver] in driver.grant($0) }
-                gateway.onRelease = { [unowned driver] in driver.release($0) }
+            let fleetGateway = gatewayOptions?.fleet != nil ? gateway : nil
+            if let fleetGateway {
+                fleetGateway.onGrant = { [unowned driver] in driver.grant($0) }
+                fleetGateway.onRelease = { [unowned driver] in driver.release($0) }
             }
-            return WatchDriver(central: driver, gateway: gateway)
+            if fleetGateway != nil || metrics != nil {
+                driver.onHeard = { address, rssi in
+                    fleetGateway?.heard(address, rssi: rssi)
+                    metrics?.heard(address, rssi: rssi)
+                }
+            }
+            if let metrics {
+                metrics.adapters = { [unowned driver] in driver.adapterHealth() }
+                if let gateway { metrics.gateway = { [unowned gateway] in gateway.health } }
+            }
+            return WatchDriver(central: driver, gateway: gateway, metrics: metrics, session: session)
         }
     }
 
@@ -152,10 +166,15 @@ enum WatchCommand {
 private final class WatchDriver: SessionDriver {
     let central: CentralDriver
     let gateway: MQTTGateway?
+    let metrics: MetricsService?
+    let session: Session
 
-    init(central: CentralDriver, gateway: MQTTGateway?) { (self.central, self.gateway) = (central, gateway) }
+    init(central: CentralDriver, gateway: MQTTGateway?, metrics: MetricsService?, session: Session) {
+        (self.central, self.gateway, self.metrics, self.session) = (central, gateway, metrics, session)
+    }
 
     func start() {
+        if let metrics, !metrics.start(on: session.connection.loop) { return session.finish(.usage) }
         central.start()
         gateway?.start()
     }

@@ -1,5 +1,6 @@
 import Bird
 import DBus
+import Health
 import MQTT
 import Sinks
 
@@ -19,6 +20,15 @@ final class MQTTGateway: @unchecked Sendable {
     private let events = ReportFormatter(json: true, color: false)
     private var exitTimer: EventLoop.TimerID?
     private var exitDone: (@Sendable (Bool) -> Void)?
+
+    /// Broker connections and messages dropped so far (`health`).
+    private var connections = 0
+    private var dropped = 0
+
+    /// The gateway's side of the health page (on the loop).
+    var health: GatewayHealth {
+        GatewayHealth(queued: publisher?.undelivered ?? 0, dropped: dropped, reconnects: max(0, connections - 1))
+    }
 
     /// How long an exit waits for the broker to take more of what is queued.
     static let closeDeadline: Duration = .seconds(3)
@@ -292,6 +302,7 @@ final class MQTTGateway: @unchecked Sendable {
         case .connected(let backlog):
             Diagnostics.say("connected to the MQTT broker at \(broker)" + (backlog > 0 ? "; sending \(backlog) queued message(s)" : ""))
             loop.execute { [self] in
+                connections += 1
                 fleet { $0.brokerConnected(now: $1) }
                 perform(machine.brokerConnected())
             }
@@ -300,7 +311,10 @@ final class MQTTGateway: @unchecked Sendable {
             loop.execute { [self] in fleet { $0.brokerLost(now: $1) } }
         case .dropped(let count):
             Diagnostics.error("the MQTT buffer was full while the broker was away: dropped the \(count) oldest message(s)")
-            loop.execute { [self] in perform(machine.dropped(count)) }
+            loop.execute { [self] in
+                dropped += count
+                perform(machine.dropped(count))
+            }
         case .failed(let error):
             loop.execute { [self] in fail(error) }
         case .received(let message):

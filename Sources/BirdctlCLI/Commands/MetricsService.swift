@@ -1,0 +1,79 @@
+import Bird
+import Health
+import Loop
+
+/// `--metrics [ADDRESS:]PORT`: where the health page is served.
+struct MetricsEndpoint: Hashable, Sendable, CustomStringConvertible {
+    /// nil: every address of the machine.
+    var host: String?
+    var port: UInt16
+
+    /// `9100`, `127.0.0.1:9100`, `[::1]:9100`, `localhost:9100`; port 0: any free one.
+    init(_ text: String) throws(UsageError) {
+        var hostPart: Substring?
+        var portPart = Substring(text)
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw UsageError("--metrics expects [ADDRESS:]PORT, e.g. 9464 or [::1]:9464, not \(text)")
+            }
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            portPart = text[text.index(close, offsetBy: 2)...]
+        } else if let colon = text.lastIndex(of: ":") {
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+            if hostPart?.contains(":") == true {
+                throw UsageError("--metrics: put an IPv6 address in brackets, e.g. [::1]:9464, not \(text)")
+            }
+        }
+        guard let port = UInt16(portPart), portPart.allSatisfy(\.isASCII) else {
+            throw UsageError("--metrics expects [ADDRESS:]PORT with a port from 0 to 65535, not \(text)")
+        }
+        if let hostPart, hostPart.isEmpty { throw UsageError("--metrics: an empty address in \(text)") }
+        (host, self.port) = (hostPart.map(String.init), port)
+    }
+
+    var description: String {
+        let host = self.host.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "*"
+        return "\(host):\(port)"
+    }
+}
+
+/// The health page of a watch: what the central, the gateway and the
+/// process say, served at /metrics on the loop. Loop-confined.
+final class MetricsService: @unchecked Sendable {
+    private let endpoint: MetricsEndpoint
+    private var birds = BirdHealth()
+    private var server: HTTPTextServer?
+    /// What the page shows of the adapters and of the gateway, asked at each scrape.
+    var adapters: () -> [AdapterHealth] = { [] }
+    var gateway: (() -> GatewayHealth)?
+
+    init(_ endpoint: MetricsEndpoint) { self.endpoint = endpoint }
+
+    /// Listens (on the loop); a failure says why and is the command's end.
+    func start(on loop: EventLoop) -> Bool {
+        do {
+            let server = try HTTPTextServer(
+                loop: loop, host: endpoint.host, port: endpoint.port, path: "/metrics", contentType: HealthPage.contentType
+            ) { [unowned self] in page() }
+            self.server = server
+            var shown = endpoint
+            shown.port = server.port
+            Diagnostics.say("serving metrics at \(shown)/metrics")
+            return true
+        } catch {
+            Diagnostics.error("cannot serve metrics at \(endpoint): \(error)")
+            return false
+        }
+    }
+
+    func stop() { server?.stop() }
+
+    func record(_ report: BirdCentral.Report) { birds.record(report, at: .now) }
+
+    func heard(_ address: String, rssi: Int16) { birds.heard(address, rssi: rssi) }
+
+    private func page() -> String {
+        HealthPage.render(adapters: adapters(), birds: birds, gateway: gateway?(), process: .current(), now: .now)
+    }
+}

@@ -1,0 +1,142 @@
+import BlueZTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// `--metrics`: the health page, read by promtool and scraped by a real Prometheus server.
+@Suite("Metrics")
+struct MetricsTests {
+    static let birds = ["F0:0D:B1:7D:00:01", "F0:0D:B1:7D:00:02"]
+
+    /// A watch of two birds serves its page on a port the kernel picks: the
+    /// page passes `promtool check metrics`, other paths are 404, and a
+    /// Prometheus server on loopback scrapes it: its query API returns each
+    /// bird's readings and the adapter's links.
+    @Test func aPrometheusServerScrapesTheHealthPage() async throws {
+        let fake = try await FakeBlueZ()
+        for (n, address) in Self.birds.enumerated() {
+            try await fake.addBird(address: address, name: "Bird\(n + 1)", alpha: "\(10 * (n + 1))", rssi: Int16(-40 - n))
+        }
+        let watch = try fake.launch("watch", "--all", "alpha", "--json", "--metrics", "127.0.0.1:0")
+        var read: Set<String> = []
+        while read.count < Self.birds.count {
+            let event = try parseJSON(try await watch.line(containing: "\"reading\"", within: .seconds(30)))
+            read.insert(event["address"] as? String ?? "")
+        }
+        let port = try #require(await Self.metricsPort(of: watch))
+
+        let page = try await Self.get("http://127.0.0.1:\(port)/metrics")
+        #expect(page.status == 200)
+        for address in Self.birds {
+            #expect(page.body.contains("birdctl_bird_readings_total{address=\"\(address)\"} "), "\(page.body)")
+        }
+        #expect(page.body.contains("birdctl_connect_attempts_total{adapter=\"hci0\"} "))
+        let pageFile = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: pageFile) }
+        try page.body.write(to: pageFile, atomically: true, encoding: .utf8)
+        let checked = try await offThePool { try ChildProcess.run("/bin/sh", ["-c", "promtool check metrics < '\(pageFile.path)' 2>&1"]) }
+        #expect(checked.status == 0, "promtool: \(checked.stdout)")
+        #expect(try await Self.get("http://127.0.0.1:\(port)/").status == 404)
+
+        let prometheus = try PrometheusServer(scraping: port)
+        defer { prometheus.stop() }
+        var answered: [String: Double] = [:]
+        let scraped = try await poll(within: .seconds(90), every: .milliseconds(500)) {
+            answered = try await prometheus.query("birdctl_bird_readings_total", by: "address")
+            return Set(answered.keys) == Set(Self.birds) && answered.values.allSatisfy { $0 >= 1 }
+        }
+        #expect(scraped, "Prometheus's answer: \(answered); its log: \(prometheus.log)")
+        let links = try await prometheus.query("birdctl_adapter_links", by: "adapter")
+        #expect(links["hci0"] == 2, "\(links)")
+
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// A port already taken is said, and the watch ends with the usage status (2).
+    @Test func aTakenPortEndsTheWatch() async throws {
+        let fake = try await FakeBlueZ()
+        try await fake.addBird()
+        let first = try fake.launch("watch", "--all", "alpha", "--json", "--metrics", "127.0.0.1:0")
+        let port = try #require(await Self.metricsPort(of: first))
+        let second = try await fake.birdctl("watch", "--all", "alpha", "--metrics", "127.0.0.1:\(port)")
+        #expect(second.status == 2)
+        #expect(second.stderr.contains("cannot serve metrics at 127.0.0.1:\(port): bind: Address already in use"), "\(second.stderr)")
+        first.signal(SIGINT)
+        #expect(try await first.waitForExit() == 0)
+    }
+
+    /// The port birdctl said it serves metrics on.
+    static func metricsPort(of watch: BirdctlProcess) async -> Int? {
+        let said = "serving metrics at 127.0.0.1:"
+        guard await watch.stderr(contains: said, within: .seconds(30)),
+            let range = watch.stderr.range(of: said)
+        else { return nil }
+        return Int(watch.stderr[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// An HTTP GET through Python's urllib: the status and the body.
+    static func get(_ url: String) async throws -> (status: Int, body: String) {
+        let script = """
+            import sys, urllib.request, urllib.error
+            try:
+                with urllib.request.urlopen(sys.argv[1], timeout=10) as r: print(r.status); sys.stdout.write(r.read().decode())
+            except urllib.error.HTTPError as e: print(e.code)
+            """
+        let run = try await offThePool { try ChildProcess.run("/usr/bin/python3", ["-c", script, url]) }
+        let status = Int(run.stdout.prefix { $0 != "\n" }) ?? 0
+        return (status, String(run.stdout.drop { $0 != "\n" }.dropFirst()))
+    }
+}
+
+/// Debian's Prometheus server on a free loopback port, scraping birdctl every second.
+final class PrometheusServer: Sendable {
+    let port: Int
+    let directory: URL
+    private let process: ChildProcess
+
+    init(scraping target: Int) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("prometheus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let configuration = """
+            global: {scrape_interval: 1s, scrape_timeout: 1s}
+            scrape_configs:
+              - job_name: birdctl
+                static_configs: [{targets: ['127.0.0.1:\(target)']}]
+            """
+        try configuration.write(to: directory.appendingPathComponent("prometheus.yml"), atomically: true, encoding: .utf8)
+        port = try freeLoopbackPort()
+        process = try ChildProcess(
+            "/usr/bin/prometheus",
+            [
+                "--config.file=\(directory.path)/prometheus.yml", "--storage.tsdb.path=\(directory.path)/data",
+                "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
+            ],
+            stderr: .file(directory.appendingPathComponent("log")))
+    }
+
+    var log: String { (try? String(contentsOf: directory.appendingPathComponent("log"), encoding: .utf8)) ?? "" }
+
+    /// An instant query's values by one label (empty while Prometheus is not up or has no sample).
+    func query(_ expression: String, by label: String) async throws -> [String: Double] {
+        let url = "http://127.0.0.1:\(port)/api/v1/query?query=\(expression)"
+        guard case let (200, body) = try await MetricsTests.get(url),
+            let answer = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+            let data = answer["data"] as? [String: Any], let results = data["result"] as? [[String: Any]]
+        else { return [:] }
+        var values: [String: Double] = [:]
+        for result in results {
+            guard let metric = result["metric"] as? [String: String], let key = metric[label],
+                let value = result["value"] as? [Any], let text = value.last as? String
+            else { continue }
+            values[key] = Double(text)
+        }
+        return values
+    }
+
+    func stop() {
+        process.kill()
+        _ = process.wait(within: .seconds(10))
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
