@@ -250,9 +250,10 @@ public struct BirdCentral: Sendable {
     ///
     /// `ordered`: false for a notification that came another way than the
     /// read's reply (AcquireNotify's socket, past dbus-daemon): arriving
-    /// before the reply, it may still be newer than the value read. The last
-    /// such one is kept and reported after the read, so the newest value is
-    /// the last one printed.
+    /// before the reply, it may still be newer than the value read. Each such
+    /// one is kept and reported after the read, in order (none is lost, and
+    /// the newest value is the last one printed); the last is dropped when it
+    /// holds the bytes the read returned (the same update, printed once).
     public mutating func valueChanged(
         _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
     ) -> [Action] {

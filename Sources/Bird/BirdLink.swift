@@ -61,9 +61,11 @@ struct BirdLink: Sendable {
     private(set) var anyBadValue = false
     /// A held link's watchdog, once it streams (see `QuietWatch`).
     var quiet: QuietWatch?
-    /// The last unordered notification of each field whose read is pending
-    /// (see `valueChanged`), reported after the read.
-    private var heldNotifications: [BirdField: HeldNotification] = [:]
+    /// The unordered notifications of each field whose read is pending (see
+    /// `valueChanged`), in order, reported after the read; at most
+    /// `heldLimit` per field (past it the oldest go).
+    private var heldNotifications: [BirdField: [HeldNotification]] = [:]
+    static let heldLimit = 16_384
     private struct HeldNotification: Hashable, Sendable {
         var raw: [UInt8]
         var mtu: Int?
@@ -271,14 +273,17 @@ struct BirdLink: Sendable {
         if let probing = quiet?.probing, probing == field { return probeCompleted(field, result) }
         guard case .reading(let link, _) = state else { return .next([]) }
         let settled = settleRead(field, result)
-        guard case .next(let actions) = settled,
-            let held = heldNotifications.removeValue(forKey: field), let path = link.characteristics[field]
+        guard case .next(var actions) = settled,
+            var held = heldNotifications.removeValue(forKey: field), let path = link.characteristics[field]
         else { return settled }
-        // The bytes the read returned: the update the read already reported (its
-        // notification overtook the reply), not a newer one.
-        if case .success(let raw) = result, raw == held.raw { return settled }
-        guard case .next(let more) = valueChanged(path, held.raw, mtu: held.mtu, ordered: false) else { return settled }
-        return .next(actions + more)
+        // The last one holds the bytes the read returned: the update the read
+        // already reported (its notification overtook the reply), not a newer one.
+        if case .success(let raw) = result, held.last?.raw == raw { held.removeLast() }
+        for notification in held {
+            guard case .next(let more) = valueChanged(path, notification.raw, mtu: notification.mtu, ordered: false) else { break }
+            actions += more
+        }
+        return .next(actions)
     }
 
     private mutating func settleRead(_ field: BirdField, _ result: Result<[UInt8], BlueZError>) -> Step {
@@ -343,7 +348,10 @@ struct BirdLink: Sendable {
         // A probe out: anything the bird says answers it.
         let answered = quiet?.probing != nil ? probeAnswered(link.peripheral) : []
         if unread.contains(field) {
-            if !ordered { heldNotifications[field] = HeldNotification(raw: raw, mtu: mtu) }
+            if !ordered {
+                heldNotifications[field, default: []].append(HeldNotification(raw: raw, mtu: mtu))
+                if heldNotifications[field]!.count > Self.heldLimit { heldNotifications[field]!.removeFirst() }
+            }
             return .next(answered)
         }
         if let mtu, mtu > 3, raw.count >= mtu - 3 {
