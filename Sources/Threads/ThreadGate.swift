@@ -7,7 +7,7 @@ public final class ThreadGate: @unchecked Sendable {
     // pthread objects must not move: allocated, never stored inline in Swift.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var isOpen = false  // guarded by mutex
+    private var opened = false  // guarded by mutex
 
     public init() {
         pthread_mutex_init(mutex, nil)
@@ -23,14 +23,21 @@ public final class ThreadGate: @unchecked Sendable {
 
     public func open() {
         pthread_mutex_lock(mutex)
-        isOpen = true
+        opened = true
         pthread_cond_broadcast(condition)
         pthread_mutex_unlock(mutex)
     }
 
+    /// Whether `open` was called.
+    public var isOpen: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return opened
+    }
+
     public func wait() {
         pthread_mutex_lock(mutex)
-        while !isOpen { pthread_cond_wait(condition, mutex) }
+        while !opened { pthread_cond_wait(condition, mutex) }
         pthread_mutex_unlock(mutex)
     }
 }

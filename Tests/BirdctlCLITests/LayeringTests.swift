@@ -18,14 +18,41 @@ struct LayeringTests {
         }
     }
 
-    /// String literals of a file (comments may name BlueZ's properties).
+    /// String literals of a file, one line or several (comments may name
+    /// BlueZ's properties); a multi-line literal also gives each of its lines.
     static func literals(_ text: String) -> [String] {
-        let code = text.split(separator: "\n").map { line in
-            line.range(of: "//").map { String(line[..<$0.lowerBound]) } ?? String(line)
-        }.joined(separator: "\n")
-        let regex = try! NSRegularExpression(pattern: #""((?:[^"\\]|\\.)*)""#)
-        let range = NSRange(code.startIndex..., in: code)
-        return regex.matches(in: code, range: range).compactMap { Range($0.range(at: 1), in: code).map { String(code[$0]) } }
+        let code = TestsCheckSomethingTests.code(text)
+        var literals: [String] = []
+        var start = code.startIndex
+        // The blanked code keeps each literal's place: its quotes, with spaces between.
+        while let open = code[start...].firstIndex(of: "\"") {
+            guard let close = code[code.index(after: open)...].firstIndex(of: "\"") else { break }
+            let offsets = (code.distance(from: code.startIndex, to: open) + 1, code.distance(from: code.startIndex, to: close))
+            let original = Array(text)
+            // The same offsets in the original text (blanking keeps every character's place).
+            if offsets.0 <= offsets.1, offsets.1 <= original.count {
+                let literal = String(original[offsets.0..<offsets.1])
+                literals.append(literal)
+                if literal.contains("\n") {
+                    literals += literal.split(separator: "\n").map { String($0.drop { $0 == " " || $0 == "\"" }) }
+                }
+            }
+            start = code.index(after: close)
+        }
+        return literals
+    }
+
+    /// The check above sees literals of several lines too.
+    @Test func literalsOfSeveralLinesAreSeen() {
+        let found = Self.literals(#"""
+            let a = "org.bluez.Device1" // "Powered"
+            let b = """
+                Connected
+                """
+            """#)
+        #expect(found.contains("org.bluez.Device1"))
+        #expect(found.contains("Connected"))
+        #expect(!found.contains("Powered"))
     }
 
     static let bluezProperties: Set<String> = [

@@ -28,6 +28,7 @@ struct MonotonicInstantTests {
         var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
         nanosleep(&pause, nil)
         let elapsed = MonotonicInstant.now - before
-        #expect(elapsed >= .milliseconds(20) && elapsed < .seconds(10))
+        // At least the pause (the kernel's promise); how much more depends on the machine's load.
+        #expect(elapsed >= .milliseconds(20))
     }
 }

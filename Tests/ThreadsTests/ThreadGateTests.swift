@@ -18,10 +18,13 @@ struct ThreadGateTests {
         #expect(value.load(ordering: .relaxed) == 42)
     }
 
+    /// Closed until opened; once open, every wait passes and it stays open.
     @Test func anOpenGateStaysOpen() {
         let gate = ThreadGate()
+        #expect(!gate.isOpen)
         gate.open()
         gate.wait()
         gate.wait()
+        #expect(gate.isOpen)
     }
 }

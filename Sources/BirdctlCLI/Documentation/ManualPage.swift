@@ -67,7 +67,7 @@ enum ManualPage {
         errors) is printed with control characters, bidi overrides and other invisible \
         format characters escaped, and a backslash of its own doubled (\\\\). birdctl \
         needs the same permissions as bluetoothctl: root, or a user the D-Bus policy \
-        lets talk to org.bluez (the bluetooth group on Debian).
+        lets talk to bluetoothd (the bluetooth group on Debian).
         """
 
     static let environment: [(String, String)] = [
