@@ -319,9 +319,17 @@ struct GatewayMessages {
 
     /// `birdctl kitchen` for the default prefix `birdctl/kitchen`, else
     /// `birdctl PREFIX` (Home Assistant shows "birdctl kitchen Status").
-    var deviceName: String {
-        "birdctl " + (prefix.hasPrefix("birdctl/") ? String(prefix.dropFirst("birdctl/".count)) : prefix)
+    var deviceName: String { "birdctl " + gatewayLabel }
+
+    /// `kitchen` for the prefix `birdctl/kitchen`, else the prefix.
+    private var gatewayLabel: String {
+        prefix.hasPrefix("birdctl/") ? String(prefix.dropFirst("birdctl/".count)) : prefix
     }
+
+    /// The name of a bird's entity: without `--fleet` each gateway that
+    /// hears the bird has its own entities on the bird's one device, so each
+    /// carries the gateway's name ("Robin Alpha kitchen", not "Robin Alpha" twice).
+    private func entityName(_ name: String) -> String { fleet == nil ? name + " " + gatewayLabel : name }
 
     /// One sensor per field, on the bird's device, available while both the
     /// gateway and the bird are online.
@@ -338,7 +346,7 @@ struct GatewayMessages {
         let sensors = BirdField.allCases.map { field -> MQTTMessage in
             let id = sensorID(address, field)
             var config = JSONObject()
-            config.add("name", field.rawValue.capitalized)
+            config.add("name", entityName(field.rawValue.capitalized))
             config.add("unique_id", id)
             config.add("state_topic", "\(prefix)/\(address)/\(field.rawValue)")
             config.add("availability", .array([topic(statusTopic), topic("\(prefix)/\(address)/status")]))
@@ -369,7 +377,7 @@ struct GatewayMessages {
     private func controlDiscovery(_ address: String, _ field: BirdField, device: JSONObject, version: String) -> MQTTMessage {
         let id = sensorID(address, field) + "_set"
         var config = JSONObject()
-        config.add("name", "Set " + field.rawValue)
+        config.add("name", entityName("Set " + field.rawValue))
         config.add("unique_id", id)
         config.add("command_topic", commandTopic(address, field))
         config.add("state_topic", "\(prefix)/\(address)/\(field.rawValue)")
