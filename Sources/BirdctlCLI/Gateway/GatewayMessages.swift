@@ -258,9 +258,10 @@ struct GatewayMessages {
             guard id.hasSuffix("_set") else { return nil }
             id = id.dropLast("_set".count)
         }
-        guard id.count > 13, let underscore = id.firstIndex(of: "_"), id.distance(from: id.startIndex, to: underscore) == 12,
-            BirdField(rawValue: String(id[id.index(after: underscore)...])) != nil
+        guard id.count > 13, let underscore = id.firstIndex(of: "_"), id.distance(from: id.startIndex, to: underscore) == 12
         else { return nil }
+        let sensor = String(id[id.index(after: underscore)...])
+        guard BirdField(rawValue: sensor) != nil || (kind == "sensor" && sensor == "last_reading") else { return nil }
         let hex = Array(id[..<underscore].uppercased())
         guard hex.allSatisfy(\.isHexDigit) else { return nil }
         return stride(from: 0, to: 12, by: 2).map { String(hex[$0..<$0 + 2]) }.joined(separator: ":")
@@ -280,14 +281,17 @@ struct GatewayMessages {
         // In a fleet the sensors are the fleet's: another gateway may hold the bird now.
         ["\(prefix)/\(address)"] + BirdField.allCases.map { "\(prefix)/\(address)/\($0.rawValue)" }
             + ["\(prefix)/\(address)/status"]
-            + (fleet == nil ? BirdField.allCases.map { sensorTopic(sensorID(address, $0)) } + controlTopics(address) : [])
+            + (fleet == nil
+                ? BirdField.allCases.map { sensorTopic(sensorID(address, $0)) } + [sensorTopic(lastReadingSensorID(address))]
+                    + controlTopics(address)
+                : [])
     }
 
     /// `--fleet`: the configs of the bird's sensors and controls (the fleet's), which its holder publishes.
     func sharedDiscoveryTopics(of address: String) -> [String] {
         guard fleet != nil else { return [] }
-        return (BirdField.allCases.map { sensorID(address, $0) } + [holderSensorID(address)]).map(sensorTopic)
-            + controlTopics(address)
+        return (BirdField.allCases.map { sensorID(address, $0) } + [lastReadingSensorID(address), holderSensorID(address)])
+            .map(sensorTopic) + controlTopics(address)
     }
 
     /// The configs of the bird's controls (one per field).
@@ -366,7 +370,35 @@ struct GatewayMessages {
         }
         let controls = BirdField.allCases.map { controlDiscovery(address, $0, device: device, version: version) }
         let holder = fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? []
-        return sensors + controls + holder
+        return sensors + [lastReadingDiscovery(address, device: device, version: version)] + controls + holder
+    }
+
+    /// When the bird was last read, from its state's `time`: Home Assistant
+    /// shows the reading's age ("2 minutes ago"), a diagnostic of the bird.
+    private func lastReadingDiscovery(_ address: String, device: JSONObject, version: String) -> MQTTMessage {
+        let id = lastReadingSensorID(address)
+        var config = JSONObject()
+        config.add("name", entityName("Last reading"))
+        config.add("unique_id", id)
+        config.add("state_topic", "\(prefix)/\(address)")
+        // Home Assistant 2024.3 takes neither '' nor None for a timestamp, and
+        // logs a template that fails: an empty payload (the state cleared as
+        // the bird is forgotten, its entities with it) keeps the time shown.
+        config.add(
+            "value_template",
+            "{{ value_json.time if value else this.state if this.state is match('[0-9]{4}-') else '1970-01-01T00:00:00+00:00' }}")
+        config.add("device_class", "timestamp")
+        config.add("entity_category", "diagnostic")
+        config.add("availability", .array([topic(statusTopic), topic("\(prefix)/\(address)/status")]))
+        config.add("availability_mode", "all")
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
+    }
+
+    /// The id of a bird's Last reading sensor (like a field's, `last_reading` in the field's place).
+    private func lastReadingSensorID(_ address: String) -> String {
+        fleet == nil ? "birdctl_\(gatewayID)_\(Self.hex(address))_last_reading" : "birdctl_\(Self.hex(address))_last_reading"
     }
 
     /// Alpha's topic has the fraction `--json` has (0.8); people read 80 %.
