@@ -162,6 +162,7 @@ public struct BirdFleet: Sendable {
 
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard outcome == nil else { return [] }
+        scheduler?.bluetoothGone()
         adapter = nil
         discovering = false
         linked.removeAll()

@@ -279,7 +279,16 @@ struct BirdLink: Sendable {
         // The last one holds the bytes the read returned: the update the read
         // already reported (its notification overtook the reply), not a newer one.
         if case .success(let raw) = result, held.last?.raw == raw { held.removeLast() }
-        for notification in held {
+        for (index, notification) in held.enumerated() {
+            if case .reading(_, let pending) = state, pending.contains(field) {
+                // One filled the MTU and is read again: those after it came
+                // before that read, and are reported now (those that may be
+                // cut too are superseded by it).
+                for later in held[index...] where later.mtu.map({ later.raw.count < $0 - 3 }) ?? true {
+                    actions += report(field, later.raw, from: link, notified: true)
+                }
+                break
+            }
             guard case .next(let more) = valueChanged(path, notification.raw, mtu: notification.mtu, ordered: false) else { break }
             actions += more
         }

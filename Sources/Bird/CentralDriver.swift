@@ -38,6 +38,8 @@ public final class CentralDriver: @unchecked Sendable {
     private var linkMTUs: [ObjectPath: Int] = [:]
     /// What was tried through each adapter (`adapterHealth`).
     private var counters = AdapterCounters()
+    /// Bumped when bluetoothd goes: an adapter reset under way is dropped.
+    private var resetGeneration = 0
 
     /// Every Bird heard with its RSSI (on the loop): a gateway of a fleet
     /// reports how well it hears each bird.
@@ -101,6 +103,7 @@ public final class CentralDriver: @unchecked Sendable {
             discovery.forget()
             chooseAdapter()
         case .unavailable(let error):
+            resetGeneration += 1
             discovery.forget()
             core.adapter = nil
             apply { $0.bluetoothUnavailable(error) }
@@ -167,6 +170,7 @@ public final class CentralDriver: @unchecked Sendable {
             pool.forgetAll()
             poolChanged(pool)
         case .unavailable(let error):
+            resetGeneration += 1
             pool.forgetAll()
             core.adapter = nil
             apply { $0.bluetoothUnavailable(error) }
@@ -271,7 +275,7 @@ public final class CentralDriver: @unchecked Sendable {
     private func perform(_ action: BirdFleet.Action) {
         switch action {
         case .startScanning(let id, _) where pool != nil:
-            for adapter in pool?.members ?? [] where adapter.powered { counters.count(adapter.path) { $0.discoveryStarts += 1 } }
+            for adapter in pool?.adaptersNotDiscovering ?? [] { counters.count(adapter) { $0.discoveryStarts += 1 } }
             pool?.startDiscovery(
                 onStarted: { [self] heard in heard.forEach { s in apply { $0.deviceSighted(s) } } },
                 onFailure: { [self] error in
@@ -345,10 +349,19 @@ public final class CentralDriver: @unchecked Sendable {
             counters.count(adapter) { $0.resets += 1 }
             // Every link on it ended first, each answered: Linux 6.1 oopsed
             // (hci_chan_del) when bluetoothd closed a socket whose link the
-            // power-off had already dropped. (No attempt goes out meanwhile: the gate holds them.)
-            connectedDevices(on: adapter) { [self] linked in
-                let devices = Set(linked + fleet.currentDevices.filter { $0.isDescendant(of: adapter) })
-                disconnectAll(Array(devices)) { [self] in powerCycle(adapter, triesLeft: 2) }
+            // power-off had already dropped. (No attempt goes out meanwhile:
+            // the gate holds them.) A cleanup: an exit meanwhile waits for
+            // the power-on rather than leave the adapter off.
+            let generation = resetGeneration
+            core.cleanup { [self] done in
+                connectedDevices(on: adapter) { [self] linked in
+                    let devices = Set(linked + fleet.currentDevices.filter { $0.isDescendant(of: adapter) })
+                    disconnectAll(Array(devices)) { [self] in
+                        // bluetoothd went meanwhile: the reset is moot (its adapter comes back afresh).
+                        guard generation == resetGeneration else { return done() }
+                        powerCycle(adapter, triesLeft: 2, done: done)
+                    }
+                }
             }
         case .forget(let id, let address):
             guard let adapter = core.adapter,
@@ -380,20 +393,21 @@ public final class CentralDriver: @unchecked Sendable {
         client.perform(.disconnect(device: device)) { [self] _ in disconnectAll(Array(devices.dropFirst()), then: body) }
     }
 
-    /// Powers the adapter off and on (`resetAdapter`). Powering off may be
-    /// refused while the controller still answers a cancelled connection
-    /// attempt: tried once more.
-    private func powerCycle(_ adapter: ObjectPath, triesLeft: Int) {
-        client.perform(.setPowered(adapter: adapter, false)) { [self] result in
+    /// Powers the adapter off and on (`resetAdapter`), then `done`. Each
+    /// step may be refused once (powering off while the controller still
+    /// answers a cancelled connection attempt) and is tried once more.
+    private func powerCycle(_ adapter: ObjectPath, on: Bool = false, triesLeft: Int, done: @escaping @Sendable () -> Void) {
+        client.perform(.setPowered(adapter: adapter, on)) { [self] result in
             switch result {
+            case .success where !on:
+                powerCycle(adapter, on: true, triesLeft: 2, done: done)
             case .success:
-                client.perform(.setPowered(adapter: adapter, true)) { [self] result in
-                    if case .failure(let error) = result { apply { $0.adapterResetFailed(adapter, error) } }
-                }
+                done()
             case .failure where triesLeft > 1:
-                powerCycle(adapter, triesLeft: triesLeft - 1)
+                powerCycle(adapter, on: on, triesLeft: triesLeft - 1, done: done)
             case .failure(let error):
                 apply { $0.adapterResetFailed(adapter, error) }
+                done()
             }
         }
     }
@@ -450,8 +464,9 @@ public final class CentralDriver: @unchecked Sendable {
         counters.count(adapter) { $0.connectAttempts += 1 }
         client.perform(.connect(device: device, timeout: timeout)) { [self] result in
             connectInFlight = false
-            if case .failure(let error) = result { counters.connectFailed(adapter, error.kind.label) }
+            // A reply after the deadline (which counted it) belongs to nobody.
             guard connectOwned == device else { return connectNext() }
+            if case .failure(let error) = result { counters.connectFailed(adapter, error.kind.label) }
             connectOwned = nil
             apply { $0.connectReplied(id, result) }
             // ServicesResolved may already be true (cached GATT): no change event will come.

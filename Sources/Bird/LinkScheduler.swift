@@ -62,6 +62,10 @@ struct LinkScheduler: Sendable {
     /// Adapters that needed that: their learned limit is no longer checked
     /// (an attempt past it is what sticks them).
     private var stuckBefore: Set<ObjectPath> = []
+    /// Per adapter, the deadlines in a row that make it stuck: 2, doubled
+    /// after each reset that no connection followed (at most 64), so birds
+    /// heard but out of reach do not power-cycle the adapter every minute.
+    private var resetAfter: [ObjectPath: Int] = [:]
     private var random: SplitMix64
 
     /// The shortest gap between two connection attempts; a random part of up
@@ -209,7 +213,7 @@ struct LinkScheduler: Sendable {
         resetting.subtract(adapters ?? Array(resetting))
         let forgottenLimits = forgotten.filter { learnedLimits[$0] != nil }.sorted { $0.rawValue < $1.rawValue }
         for adapter in forgotten {
-            (learnedLimits[adapter], strikes[adapter], mostLinked[adapter]) = (nil, nil, nil)
+            (learnedLimits[adapter], strikes[adapter], mostLinked[adapter], resetAfter[adapter]) = (nil, nil, nil, nil)
             stuckBefore.remove(adapter)
             rechecking.remove(adapter)
             if check?.adapter == adapter { check = nil }
@@ -244,7 +248,7 @@ struct LinkScheduler: Sendable {
     mutating func connected(_ id: BirdFleet.MachineID, on adapter: ObjectPath) -> Bool {
         if let strike = strikes[adapter], linkedAtAttempt[id, default: 0] >= strike { strikes[adapter] = nil }
         mostLinked[adapter] = max(mostLinked[adapter, default: 0], linkedAtAttempt[id, default: 0] + 1)
-        deadlinesInARow[adapter] = nil
+        (deadlinesInARow[adapter], resetAfter[adapter]) = (nil, nil)
         guard let check, check.id == id, check.adapter == adapter, learnedLimits[adapter] != nil else { return false }
         self.check = nil
         learnedLimits[adapter] = nil
@@ -266,7 +270,9 @@ struct LinkScheduler: Sendable {
         mostLinked[adapter] = max(before, links)
         let inARow = deadlinesInARow[adapter, default: 0] + 1
         deadlinesInARow[adapter] = inARow
-        guard links < max(before, 1), inARow >= 2, !resetting.contains(adapter) else { return false }
+        let threshold = resetAfter[adapter, default: 2]
+        guard links < max(before, 1), inARow >= threshold, !resetting.contains(adapter) else { return false }
+        resetAfter[adapter] = min(threshold * 2, 64)
         resetting.insert(adapter)
         stuckBefore.insert(adapter)
         rechecking.remove(adapter)
@@ -276,6 +282,10 @@ struct LinkScheduler: Sendable {
 
     /// The adapter could not be powered off and on: it is not being reset.
     mutating func resetFailed(_ adapter: ObjectPath) { resetting.remove(adapter) }
+
+    /// bluetoothd went: a reset under way is dropped (the adapters come back
+    /// afresh, and their limits are learned again, see `restarting`).
+    mutating func bluetoothGone() { resetting.removeAll() }
 
     /// Time to check the learned limits: one attempt past each may go (not
     /// past those of adapters that got stuck). False if there is none to

@@ -61,6 +61,11 @@ final class PoolAdapters: @unchecked Sendable {
     func isMember(_ adapter: Adapter) -> Bool { options.pool?.contains(adapter.interfaceName) ?? true }
 
     /// Discovery on every powered adapter of the pool (those already on are left alone).
+    /// The powered members whose discovery is not on (`startDiscovery` starts it there).
+    var adaptersNotDiscovering: [ObjectPath] {
+        members.filter { $0.powered && discoveries[$0.path]?.isOn != true }.map(\.path)
+    }
+
     func startDiscovery(onStarted: @escaping @Sendable ([Sighting]) -> Void, onFailure: @escaping @Sendable (BlueZError) -> Void) {
         for adapter in members where adapter.powered {
             discovery(adapter.path).start(on: adapter.path, onStarted: onStarted, onFailure: onFailure)

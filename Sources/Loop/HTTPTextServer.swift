@@ -12,6 +12,7 @@ public final class HTTPTextServer: @unchecked Sendable {
     public static let maximumClients = 16
     public static let maximumRequestHead = 8192
     public static let clientDeadline = Duration.seconds(10)
+    static let pauseWhenOutOfDescriptors = Duration.milliseconds(100)
 
     private let loop: EventLoop
     private let listener: Int32
@@ -20,6 +21,8 @@ public final class HTTPTextServer: @unchecked Sendable {
     private let contentType: String
     private let body: () -> String
     private var clients: [Int32: Client] = [:]
+    /// Listening paused while the process is out of descriptors: when it resumes.
+    private var resume: EventLoop.TimerID?
     /// The port listened on (the one chosen by the kernel for port 0).
     public let port: UInt16
 
@@ -62,9 +65,10 @@ public final class HTTPTextServer: @unchecked Sendable {
 
     /// Stops listening and drops every client (on the loop).
     public func stop() {
-        guard let watch else { return }
-        loop.unwatch(watch)
-        self.watch = nil
+        guard watch != nil || resume != nil else { return }
+        if let watch { loop.unwatch(watch) }
+        if let resume { loop.cancel(resume) }
+        (watch, resume) = (nil, nil)
         close(listener)
         for fd in Array(clients.keys) { drop(fd) }
     }
@@ -89,19 +93,16 @@ public final class HTTPTextServer: @unchecked Sendable {
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var found: UnsafeMutablePointer<addrinfo>?
-        // With no host, the IPv6 wildcard first: it takes IPv4 too (IPV6_V6ONLY off).
-        let status = getaddrinfo(host ?? "::", String(port), &hints, &found)
-        if status != 0 {
-            guard host == nil else { throw .badHost(host!, String(cString: gai_strerror(status))) }
-            // No IPv6 on this machine: IPv4's wildcard.
-            hints.ai_family = AF_INET
-            guard getaddrinfo(nil, String(port), &hints, &found) == 0 else {
-                throw .badHost("*", String(cString: gai_strerror(status)))
-            }
+        guard let host else {
+            // Every address: the IPv6 wildcard takes IPv4 too (IPV6_V6ONLY
+            // off); a kernel without IPv6 has IPv4's alone.
+            do { return try listen(host: "::", port: port) } catch { return try listen(host: "0.0.0.0", port: port) }
         }
+        var found: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &found)
+        guard status == 0 else { throw .badHost(host, String(cString: gai_strerror(status))) }
         defer { freeaddrinfo(found) }
-        var lastError = ListenError.badHost(host ?? "*", "no address")
+        var lastError = ListenError.badHost(host, "no address")
         var entry = found
         while let info = entry?.pointee {
             entry = info.ai_next
@@ -143,7 +144,14 @@ public final class HTTPTextServer: @unchecked Sendable {
     private func acceptAll() {
         while watch != nil {
             let fd = cloop_accept(listener)
-            guard fd >= 0 else { return }  // EAGAIN: none left; other errors: the next wake-up tries again
+            guard fd >= 0 else {
+                if errno == ECONNABORTED || errno == EINTR { continue }
+                // Out of descriptors: the connection stays queued, and a
+                // level-triggered watch would wake the loop at once, again
+                // and again; listening pauses a little instead.
+                if errno == EMFILE || errno == ENFILE { pauseListening() }
+                return  // EAGAIN: none left
+            }
             guard clients.count < Self.maximumClients else {
                 close(fd)
                 continue
@@ -155,6 +163,17 @@ public final class HTTPTextServer: @unchecked Sendable {
                 self?.clients[fd]?.deadline = nil
                 self?.drop(fd)
             }
+        }
+    }
+
+    private func pauseListening() {
+        guard let watch else { return }
+        loop.unwatch(watch)
+        self.watch = nil
+        resume = loop.schedule(after: Self.pauseWhenOutOfDescriptors) { [weak self] in
+            guard let self, resume != nil else { return }
+            resume = nil
+            self.watch = loop.watchReadable(listener) { [unowned self] in acceptAll() }
         }
     }
 

@@ -213,7 +213,7 @@ struct FaultMatrixTests {
 
     @Test func aSlowStdoutLosesNothing() async throws {
         let fake = try await FakeBlueZ()
-        try await fake.addBird()
+        try await fake.addBird(alpha: "080")  // 0.8, in bytes no burst value has (none is taken for the read's echo)
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("slow-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: output) }
         // The reader sleeps while birdctl fills the pipe (64 KiB) and blocks.

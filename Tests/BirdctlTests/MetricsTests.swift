@@ -26,7 +26,7 @@ struct MetricsTests {
         let port = try #require(await Self.metricsPort(of: watch))
 
         let page = try await Self.get("http://127.0.0.1:\(port)/metrics")
-        #expect(page.status == 200)
+        #expect(page.status == 200, "the page: \(page.body); birdctl said: \(watch.stderr)")
         for address in Self.birds {
             #expect(page.body.contains("birdctl_bird_readings_total{address=\"\(address)\"} "), "\(page.body)")
         }
