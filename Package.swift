@@ -65,7 +65,7 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
-        .testTarget(name: "SinksTests", dependencies: ["Sinks", "Bird", "DBus"]),
+        .testTarget(name: "SinksTests", dependencies: ["Sinks", "Bird", "BlueZ", "DBus"]),
         .testTarget(name: "HealthTests", dependencies: ["Health", "Bird", "BlueZ", "DBus", "Loop"]),
         // The command line's parsing, escaping and formatting, without a bus.
         .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus", "MQTT"]),

@@ -34,6 +34,11 @@ public struct GatewayMachine: Sendable {
         case linksDiscovery
         /// With several adapters: one adapter's links sensors.
         case adapterLinksDiscovery(adapter: String)
+        /// Connect attempts given up since the gateway started (a deadline
+        /// passed, or Connect failed): retained, for Home Assistant.
+        case health(connectFailures: Int)
+        /// The gateway's Connect failures sensor (its discovery config).
+        case healthDiscovery
         /// Empty retained messages on each of the bird's topics and configs.
         case clearing(address: String)
     }
@@ -131,6 +136,9 @@ public struct GatewayMachine: Sendable {
         return linkLimits.values.reduce(0) { sum, limit in limit.flatMap { limit in sum.map { $0 + limit } } }
     }
     private var linksDescribed = false
+    /// Connect attempts given up, and whether their sensor was described.
+    private var connectFailures = 0
+    private var healthDescribed = false
     /// With several adapters: each one's links in use, and those whose sensors were described.
     private var adapterLinksUsed: [String: Int] = [:]
     private var adapterLinksDescribed: Set<String> = []
@@ -211,7 +219,10 @@ public struct GatewayMachine: Sendable {
             actions.append(.publish(.event(address: nil, report)))
             linkLimits[adapter] = .some(limit)
             actions += linksNow()
-        case .gaveUp, .waiting, .adapterReset:
+        case .gaveUp(let failure):
+            actions.append(.publish(.event(address: nil, report)))
+            if failure.isConnectFailure { actions += connectFailed() }
+        case .waiting, .adapterReset:
             actions.append(.publish(.event(address: nil, report)))
         case .forgotten(let address):
             // The fleet no longer hears it: nothing of it stays on the broker
@@ -364,6 +375,17 @@ public struct GatewayMachine: Sendable {
         return actions
     }
 
+    /// One more connect attempt given up: the count as it is now; its sensor described the first time.
+    private mutating func connectFailed() -> [Action] {
+        connectFailures += 1
+        var actions: [Action] = []
+        if configuration.discovery && !healthDescribed {
+            healthDescribed = true
+            actions.append(.publishSticky(.healthDiscovery))
+        }
+        return actions + [.publishSticky(.health(connectFailures: connectFailures))]
+    }
+
     /// The links in use (and the limit) as they are now; the sensor described the first time.
     private mutating func linksNow() -> [Action] {
         var actions: [Action] = []
@@ -381,5 +403,15 @@ public struct GatewayMachine: Sendable {
         }
         let each = adapters.map { AdapterLinks(adapter: $0, used: adapterLinksUsed[$0] ?? 0, limit: linkLimits[$0] ?? nil) }
         return actions + [.publishSticky(.links(used: linksUsed, limit: linkLimit, adapters: each))]
+    }
+}
+
+extension CommandFailure {
+    /// A connect attempt given up: its deadline passed, or Connect failed.
+    var isConnectFailure: Bool {
+        switch self {
+        case .connectTimeout, .connectTimeoutWithLinksUp, .connectFailed: true
+        default: false
+        }
     }
 }

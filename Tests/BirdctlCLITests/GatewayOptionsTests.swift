@@ -237,6 +237,8 @@ struct GatewayReadBackTests {
             "homeassistant/binary_sensor/birdctl_gw/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config",
             "homeassistant/sensor/birdctl_gw_f00db17d0002_name/config", "homeassistant/number/birdctl_gw_F00DB17D0001_alpha_set/config",
             "gw/links", "homeassistant/sensor/birdctl_gw_links_hci1/config", "homeassistant/sensor/birdctl_gw_link_limit_hci12/config",
+            "gw/health", "homeassistant/sensor/birdctl_gw_connect_failures/config",
+            "homeassistant/sensor/birdctl_gw_F00DB17D0001_last_reading/config",
             // Not this gateway's: a gateway under its prefix, another, a look-alike, anyone's.
             "gw/nested/status", "gw/nested/\(robin)/alpha", "homeassistant/sensor/birdctl_gw_nested_F00DB17D0001_alpha/config",
             "homeassistant/sensor/birdctl_gwx_F00DB17D0001_alpha/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_size/config",
@@ -244,8 +246,22 @@ struct GatewayReadBackTests {
             "homeassistant/number/birdctl_gw_F00DB17D0001_alpha/config", "homeassistant/light/birdctl_gw_F00DB17D0001_alpha_set/config",
             "homeassistant/sensor/birdctl_gw_links_hciX/config", "homeassistant/sensor/birdctl_gw_links_nested/config",
         ]
-        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<12]))
-        #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6], topics[8]])
+        #expect(gateway.topicsToClear(topics, onlyBirds: nil) == Array(topics[0..<15]))
+        #expect(gateway.topicsToClear(topics, onlyBirds: [robin]) == [topics[1], topics[2], topics[3], topics[6], topics[8], topics[14]])
         #expect(gateway.topicsToClear(topics, onlyBirds: ["F0:0D:B1:7D:00:02"]) == [topics[4], topics[7]])
+    }
+
+    /// The gateway's health: connect attempts given up, retained, and its sensor (a diagnostic).
+    @Test func connectFailuresAreTheGatewaysHealth() throws {
+        let gateway = GatewayMessages(prefix: "gw")
+        let events = ReportFormatter(json: true, color: false)
+        let state = gateway.render(.health(connectFailures: 3), events: events, version: "0")
+        #expect(state.map(\.topic) == ["gw/health"] && state.allSatisfy(\.retain))
+        #expect(String(decoding: try #require(state.first).payload, as: UTF8.self) == #"{"connect_failures":3}"#)
+        let sensor = try #require(gateway.render(.healthDiscovery, events: events, version: "0").first)
+        #expect(sensor.topic == "homeassistant/sensor/birdctl_gw_connect_failures/config")
+        let config = String(decoding: sensor.payload, as: UTF8.self)
+        #expect(config.contains(#""name":"Connect failures""#) && config.contains(#""state_class":"total_increasing""#))
+        #expect(config.contains(#""entity_category":"diagnostic""#) && config.contains(#""state_topic":"gw/health""#))
     }
 }

@@ -1,4 +1,5 @@
 import Bird
+import BlueZ
 import DBus
 import Sinks
 import Testing
@@ -42,6 +43,23 @@ struct GatewayMachineTests {
         // The probe goes at every connect (a clean session loses an echo under way).
         #expect(quiet.brokerConnected() == [.publish(.probe)])
         #expect(quiet.brokerConnected() == [.publish(.probe)])
+    }
+
+    /// A connect attempt given up (its deadline, or Connect failing) counts
+    /// on the gateway's retained health, its sensor described the first
+    /// time; other failures do not count.
+    @Test func connectFailuresAreCountedForHomeAssistant() {
+        var machine = GatewayMachine.running([])
+        let timeout = BirdCentral.Report.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: 3))
+        #expect(machine.report(timeout) == [
+            .publish(.event(address: nil, timeout)), .publishSticky(.healthDiscovery), .publishSticky(.health(connectFailures: 1)),
+        ])
+        let refused = BirdCentral.Report.gaveUp(.connectFailed(BlueZError(.failed, name: "org.bluez.Error.Failed", message: "x")))
+        #expect(machine.report(refused).last == .publishSticky(.health(connectFailures: 2)))
+        #expect(machine.report(.gaveUp(.connectionLost)) == [.publish(.event(address: nil, .gaveUp(.connectionLost)))])
+        var quiet = GatewayMachine.running([], discovery: false)
+        #expect(quiet.report(timeout).last == .publishSticky(.health(connectFailures: 1)))
+        #expect(!quiet.report(timeout).contains(.publishSticky(.healthDiscovery)))
     }
 
     @Test func aConnectionIsAnEventThenDiscoveryOnceThenTheStatus() {

@@ -67,6 +67,11 @@ struct GatewayMessages {
         case .linksDiscovery: return linksDiscovery(version: version)
         case .adapterLinksDiscovery(let adapter):
             return Option.isAdapterName(adapter) ? linksDiscovery(version: version, adapter: adapter) : []
+        case .health(let connectFailures):
+            var object = JSONObject()
+            object.add("connect_failures", .integer(connectFailures))
+            return [MQTTMessage(healthTopic, object.rendered, retain: true)]
+        case .healthDiscovery: return [healthDiscovery(version: version)]
         case .birdStatus(let address, let online): return [birdStatus(address, online: online)]
         case .birdDiscovery(let peripheral): return birdDiscovery(peripheral, version: version)
         case .value(let address, let value): return [self.value(address, value)]
@@ -188,6 +193,27 @@ struct GatewayMessages {
 
     /// `PREFIX/links`: `{"used":N,"limit":L}` (no limit until known).
     var linksTopic: String { prefix + "/links" }
+    var healthTopic: String { prefix + "/health" }
+    var healthDiscoveryTopic: String { "homeassistant/sensor/birdctl_\(gatewayID)_connect_failures/config" }
+
+    /// The gateway's Connect failures sensor: attempts given up since it
+    /// started, a diagnostic (the metrics page has them by adapter and kind).
+    func healthDiscovery(version: String) -> MQTTMessage {
+        var device = JSONObject()
+        device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
+        var config = JSONObject()
+        config.add("name", "Connect failures")
+        config.add("unique_id", "birdctl_\(gatewayID)_connect_failures")
+        config.add("state_topic", healthTopic)
+        config.add("value_template", "{{ value_json.connect_failures if value else '' }}")
+        config.add("availability_topic", statusTopic)
+        config.add("state_class", "total_increasing")
+        config.add("icon", "mdi:link-variant-off")
+        config.add("entity_category", "diagnostic")
+        config.add("device", .object(device))
+        config.add("origin", .object(origin(version)))
+        return MQTTMessage(healthDiscoveryTopic, config.rendered, retain: true)
+    }
     /// The links sensors' configs: links in use, and the limit (of the
     /// gateway, or with several adapters of one of them).
     func linksDiscoveryTopics(adapter: String? = nil) -> [String] {
@@ -310,7 +336,9 @@ struct GatewayMessages {
             let bird = birdOfTopic(topic)?.uppercased() ?? birdOfSensorConfig(topic)
             guard let birds else {
                 // Not all of PREFIX/#: a gateway may have a prefix under ours.
-                return bird != nil || ([statusTopic, gatewayDiscoveryTopic, linksTopic] + linksDiscoveryTopics()).contains(topic)
+                return bird != nil
+                    || ([statusTopic, gatewayDiscoveryTopic, linksTopic, healthTopic, healthDiscoveryTopic] + linksDiscoveryTopics())
+                        .contains(topic)
                     || isAdapterLinksDiscoveryTopic(topic)
             }
             return bird.map(birds.contains) ?? false
