@@ -62,6 +62,25 @@ struct MQTTGatewayTests {
         }
     }
 
+    /// A Connect that fails counts on the gateway's retained health, with its
+    /// Home Assistant sensor; the bird is connected at its next sighting.
+    @Test func aFailedConnectCountsOnTheGatewaysHealth() async throws {
+        let fake = try await FakeBlueZ()
+        try await fake.addBird()
+        try await fake.call("FailNext", .string("Connect"), .string("org.bluez.Error.Failed"), .string("Page Timeout"))
+        let broker = try await MosquittoBroker()
+        let watch = try fake.launch("watch", "--all", "--quiet", "--mqtt", broker.url(prefix: "gw"))
+        let counted = await poll(within: .seconds(30), every: .milliseconds(200)) {
+            (try? await broker.retained("gw/health"))?["gw/health"] == #"{"connect_failures":1}"#
+        }
+        let retained = try await broker.retained("gw/#")
+        #expect(counted, "\(retained)")
+        let sensor = try await broker.retained("homeassistant/sensor/birdctl_gw_connect_failures/config")
+        #expect(sensor.values.first?.contains(#""state_topic":"gw/health""#) == true, "\(sensor)")
+        watch.signal(SIGTERM)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
     @Test func aGatewayKilledWhileABirdWasOnlineLeavesItOfflineOnceRestartedWithoutIt() async throws {
         // The will covers only the gateway's status: a bird's retained
         // "online" outlives a kill -9. The gateway that starts again (not
