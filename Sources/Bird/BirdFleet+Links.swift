@@ -119,6 +119,9 @@ extension BirdFleet {
     mutating func adapterStuck(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
         guard var scheduler, let device = central(id)?.currentDevice else { return [] }
         let path = AdapterPool.adapter(of: device)
+        // A deadline on an adapter powered off (or gone) meanwhile says nothing of it.
+        let usable = pool.map { $0.usable.contains { $0.path == path } } ?? (self.adapter?.path == path && self.adapter?.powered == true)
+        guard usable else { return [] }
         let stuck = scheduler.deadlinePassed(id, links: connectedDevices.count { $0 != device }, on: path)
         self.scheduler = scheduler
         guard stuck else { return [] }
