@@ -31,7 +31,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
+        port = try freeLoopbackPort()
         self.tls = tls ? try await offThePool { try Self.makeCertificates(in: directory) } : nil
         var config = """
             listener \(port) 127.0.0.1
@@ -179,12 +179,6 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     // MARK: Set-up
 
-    /// A port nothing listens on, from the kernel (bind to port 0).
-    private static func freePort() throws -> Int {
-        let port = test_support_free_loopback_port()
-        guard port > 0 else { throw TestSetupError("no free port: errno \(-port)") }
-        return Int(port)
-    }
 
     /// A CA, a server certificate it signs for 127.0.0.1, and another CA.
     private static func makeCertificates(in directory: URL) throws -> TLSFiles {

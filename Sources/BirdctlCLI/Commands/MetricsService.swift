@@ -67,8 +67,6 @@ final class MetricsService: @unchecked Sendable {
         }
     }
 
-    func stop() { server?.stop() }
-
     func record(_ report: BirdCentral.Report) { birds.record(report, at: .now) }
 
     func heard(_ address: String, rssi: Int16) { birds.heard(address, rssi: rssi) }

@@ -199,20 +199,30 @@ struct GatewayMessages {
     /// The gateway's Connect failures sensor: attempts given up since it
     /// started, a diagnostic (the metrics page has them by adapter and kind).
     func healthDiscovery(version: String) -> MQTTMessage {
+        var config = gatewayDiagnostic(
+            "Connect failures", id: "birdctl_\(gatewayID)_connect_failures", stateTopic: healthTopic,
+            valueTemplate: "{{ value_json.connect_failures if value else '' }}", icon: "mdi:link-variant-off", version: version)
+        config.add("state_class", "total_increasing")
+        return MQTTMessage(healthDiscoveryTopic, config.rendered, retain: true)
+    }
+
+    /// A diagnostic sensor of the gateway's device, available while the gateway is.
+    private func gatewayDiagnostic(
+        _ name: String, id: String, stateTopic: String, valueTemplate: String, icon: String, version: String
+    ) -> JSONObject {
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
         var config = JSONObject()
-        config.add("name", "Connect failures")
-        config.add("unique_id", "birdctl_\(gatewayID)_connect_failures")
-        config.add("state_topic", healthTopic)
-        config.add("value_template", "{{ value_json.connect_failures if value else '' }}")
+        config.add("name", name)
+        config.add("unique_id", id)
+        config.add("state_topic", stateTopic)
+        config.add("value_template", valueTemplate)
         config.add("availability_topic", statusTopic)
-        config.add("state_class", "total_increasing")
-        config.add("icon", "mdi:link-variant-off")
+        config.add("icon", icon)
         config.add("entity_category", "diagnostic")
         config.add("device", .object(device))
         config.add("origin", .object(origin(version)))
-        return MQTTMessage(healthDiscoveryTopic, config.rendered, retain: true)
+        return config
     }
     /// The links sensors' configs: links in use, and the limit (of the
     /// gateway, or with several adapters of one of them).
@@ -234,22 +244,16 @@ struct GatewayMessages {
     /// adapter's limit (unknown until given or learned). No JSON attributes:
     /// the topic cleared (an empty payload) would be "Erroneous JSON".
     func linksDiscovery(version: String, adapter: String? = nil) -> [MQTTMessage] {
-        var device = JSONObject()
-        device.add("identifiers", .list([.string("birdctl_" + gatewayID)]))
         // One adapter's figures sit under `adapters` in the same state.
         let path = adapter.map { "value_json.adapters.\($0)" } ?? "value_json"
         let guarded = adapter.map { " and value_json.adapters is defined and value_json.adapters.\($0) is defined" } ?? ""
         return zip(linksDiscoveryTopics(adapter: adapter), [("Links", "used"), ("Link limit", "limit")]).map { topic, sensor in
-            var config = JSONObject()
-            config.add("name", sensor.0 + (adapter.map { " " + $0 } ?? ""))
-            config.add("unique_id", "birdctl_\(gatewayID)_" + (sensor.1 == "used" ? "links" : "link_limit") + (adapter.map { "_" + $0 } ?? ""))
-            config.add("state_topic", linksTopic)
-            config.add("value_template", "{{ \(path).\(sensor.1) if value\(guarded) and \(path).\(sensor.1) is defined else '' }}")
-            config.add("availability_topic", statusTopic)
-            config.add("icon", "mdi:link-variant")
-            config.add("entity_category", "diagnostic")
-            config.add("device", .object(device))
-            config.add("origin", .object(origin(version)))
+            let config = gatewayDiagnostic(
+                sensor.0 + (adapter.map { " " + $0 } ?? ""),
+                id: "birdctl_\(gatewayID)_" + (sensor.1 == "used" ? "links" : "link_limit") + (adapter.map { "_" + $0 } ?? ""),
+                stateTopic: linksTopic,
+                valueTemplate: "{{ \(path).\(sensor.1) if value\(guarded) and \(path).\(sensor.1) is defined else '' }}",
+                icon: "mdi:link-variant", version: version)
             return MQTTMessage(topic, config.rendered, retain: true)
         }
     }
