@@ -44,6 +44,9 @@ public struct BirdFleet: Sendable {
         case connect(MachineID, ObjectPath)
         /// Disconnect, or cancel a connection still being made.
         case disconnect(ObjectPath)
+        /// A connect deadline passed: count it a timeout of the adapter and
+        /// find the devices connected on it; answered by `connectDeadlinePassed`.
+        case countLinks(MachineID, ObjectPath)
         case read(MachineID, BirdField, ObjectPath)
         case write(MachineID, ObjectPath, [UInt8])
         case startNotify(MachineID, BirdField, ObjectPath)
@@ -110,6 +113,8 @@ public struct BirdFleet: Sendable {
     /// Machines whose first scan looked in BlueZ's cache.
     private var lookedUp: Set<MachineID> = []
 
+    /// Connection attempts, one out at a time.
+    var gate = ConnectGate()
     /// `all`: who gets a link, and when.
     var scheduler: LinkScheduler?
     /// `all` among gateways (`shared`): the birds this one may connect.
@@ -163,6 +168,7 @@ public struct BirdFleet: Sendable {
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard outcome == nil else { return [] }
         scheduler?.bluetoothGone()
+        gate.bluetoothGone()
         adapter = nil
         discovering = false
         linked.removeAll()
@@ -263,13 +269,18 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
-        if scheduler != nil { linked.remove(device) }
+        linkEnded(device)
         return everyMachine { $0.deviceDisconnected(device) }
     }
 
     public mutating func deviceRemoved(_ device: ObjectPath) -> [Action] {
-        if scheduler != nil { linked.remove(device) }
+        linkEnded(device)
         return everyMachine { $0.deviceRemoved(device) }
+    }
+
+    private mutating func linkEnded(_ device: ObjectPath) {
+        if scheduler != nil { linked.remove(device) }
+        gate.linkEnded(device)
     }
 
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
@@ -301,7 +312,13 @@ public struct BirdFleet: Sendable {
         return on(id) { $0.scanFailed(error) }
     }
 
-    public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+    /// The Connect of machine `id` was answered; `alreadyConnected`: its
+    /// device was connected when it was sent (another program's link, not
+    /// ours to undo). A reply to an attempt given up is nobody's.
+    public mutating func connectReplied(
+        _ id: MachineID, _ result: Result<Void, BlueZError>, alreadyConnected: Bool = false
+    ) -> [Action] {
+        guard gate.replied(id, alreadyConnected: alreadyConnected) else { return afterEvent([]) }
         var moved: [Action] = []
         if scheduler != nil, case .success = result, let device = central(id)?.currentDevice {
             linked.insert(device)
@@ -356,6 +373,10 @@ public struct BirdFleet: Sendable {
         everyMachine { $0.servicesUnresolved(device) }
     }
 
+    /// Whether machine `id` waits for the answer to its Connect to `device`
+    /// (an attempt it gave up is answered to nobody).
+    public func awaitsConnect(_ id: MachineID, _ device: ObjectPath) -> Bool { gate.awaitsReply(id, device) }
+
     /// Machine `id`'s connect deadline passed while `connectedDevices` were
     /// connected on `adapter` (see `BirdCentral.connectDeadlinePassed`).
     public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
@@ -370,6 +391,11 @@ public struct BirdFleet: Sendable {
 
     public mutating func timerFired(_ timer: Timer) -> [Action] {
         switch timer {
+        case .machine(let id, .connect):
+            // The controller may be at its limit (which Linux does not
+            // report): the links up on its adapter are counted first.
+            guard runs(id), let adapter = connectingAdapter(id) else { return on(id) { $0.timerFired(.connect) } }
+            return [.countLinks(id, adapter)]
         case .machine(let id, let timer):
             return on(id) { $0.timerFired(timer) }
         case .fleet(.scan) where machines.isEmpty:
@@ -381,7 +407,7 @@ public struct BirdFleet: Sendable {
         case .forgetTick:
             return forgetUnheard() + holdAgain()
         case .connectGap:
-            scheduler?.gapPassed()
+            gate.gapPassed()
             return grantConnects()
         case .limitRecheck:
             return recheckLimits()
@@ -412,6 +438,7 @@ public struct BirdFleet: Sendable {
 
     /// Forgets a machine (with `all`).
     mutating func drop(_ id: MachineID, keepHeard: Bool = false) {
+        gate.withdraw(id)
         scheduler?.withdraw(id)
         if let address = central(id)?.configuration.address {
             pool?.forget(address, keepHeard: keepHeard)
@@ -473,22 +500,22 @@ public struct BirdFleet: Sendable {
         var actions: [Action] = []
         actions.reserveCapacity(own.count)
         var enough = false
-        // `all`: a connection attempt (its deadline and its Connect) waits for the scheduler's gate.
+        // A connection attempt (its deadline and its Connect) waits its turn at the gate.
         var heldBack: [Action] = []
         var connectingTo: ObjectPath?
         for action in own {
             switch action {
-            case .connect(let device) where scheduler != nil:
+            case .connect(let device):
                 heldBack.append(.connect(id, device))
                 connectingTo = device
-            case .armTimer(.connect, let delay) where scheduler != nil:
+            case .armTimer(.connect, let delay):
                 heldBack.append(.armTimer(.machine(id, .connect), delay))
             case .startScanning:
                 actions.append(.startScanning(id, lookUpKnown: all ? nil : firstLookUp(for: id)))
             case .stopScanning:
                 if !all { actions.append(.stopScanning) }
-            case .connect(let device): actions.append(.connect(id, device))
-            case .disconnect(let device): actions.append(.disconnect(device))
+            case .disconnect(let device):
+                if gate.disconnecting(device) { actions.append(.disconnect(device)) }
             case .read(let field, let path): actions.append(.read(id, field, path))
             case .write(_, let path, let bytes): actions.append(.write(id, path, bytes))
             case .startNotify(let field, let path): actions.append(.startNotify(id, field, path))
@@ -539,7 +566,7 @@ public struct BirdFleet: Sendable {
             }
         }
         if let connectingTo {
-            scheduler?.request(id, device: connectingTo, heldBack)
+            gate.request(id, device: connectingTo, heldBack)
         } else {
             actions += heldBack  // a deadline re-armed without a Connect
         }
