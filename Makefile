@@ -12,7 +12,8 @@
 #   make deps          installs the Debian packages the build and tests need (as root)
 #   make bench         birdctl beside a C floor, bleak and simplepyble, and its MQTT
 #                      gateway beside watch --json | mosquitto_pub (docs/performance.md); then
-#                      streaming on real bluetoothd in the VM beside bleak and bluetoothctl
+#                      streaming on real bluetoothd in the VM beside bleak and bluetoothctl;
+#                      writes the figures into docs/figures.md
 #   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
 #   make soak          a Bumble bird out of range and back SOAK_CYCLES (50) times under one
 #                      watch in the VM: every cycle recovers, private memory stays flat
@@ -294,9 +295,12 @@ soak-service: deps-vm release
 	  BIRDCTL_VM_PLATFORM=$(VM_PLATFORM) BIRDCTL_VM_TIMEOUT=$$(( $(SOAK_MINUTES) * 60 + 900 )) fixtures/vm/run-vm.sh servicesoak
 
 # make bench: streaming, reads and memory beside the other tools (bench-fake),
-# then streaming on the real stack (bench-system).
+# then streaming on the real stack (bench-system); then the page the docs link
+# to, docs/figures.md, from both parts' tables (bench/figures.py; not with
+# QUICK=1, whose figures are not to quote).
 BENCH := .build/bench
 bench: bench-fake bench-system
+	$(if $(QUICK),,/usr/bin/python3 bench/figures.py $(BENCH) docs/figures.md $(VM_PLATFORMS))
 
 # The peers' venv (bleak, simplepyble), used by both parts.
 bench-venv: deps-bench

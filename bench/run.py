@@ -426,8 +426,8 @@ def main():
     def ok(samples, key):
         return [s[key] for s in samples if s['ok']]
 
-    lines = [f'birdctl benchmarks — {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, '
-             f'{platform.node()}, {os.cpu_count()} CPUs, {platform.release()}; '
+    # No date or host name: the page docs/figures.md is made from this, and git says when.
+    lines = [f'birdctl benchmarks — {os.cpu_count()} CPUs, Linux {platform.release()}; '
              f'`make bench{" QUICK=1" if quick else ""}`, {time.monotonic() - started:.0f} s',
              '',
              f'Medians (min–max). read: {read_runs} runs; watch: {watch_runs * bursts_per_round} runs of {count:,} notifications '
@@ -549,7 +549,7 @@ def main():
 
     lines += mqtt_lines
     lines += ['', 'The burst through signals with the bus and the fake free to run on either CPU, sharing them '
-              'with the client (how `make bench` measured it until 2026-11-25): how many notifications a '
+              'with the client (how `make bench` measured it before they were kept to one): how many notifications a '
               'wake-up finds then depends on who runs when, and the ratio swings from run to run.', '',
               '| tool | watch CPU s per 10k, burst | × the floor | wake-ups per 100 |', '|---|---|---|---|']
     for tool in everyone[:2]:

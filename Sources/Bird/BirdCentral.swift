@@ -258,8 +258,8 @@ public struct BirdCentral: Sendable {
         _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
     ) -> [Action] {
         // The hot path reads the link where it lies: `withLink` moves the
-        // whole BirdLink (its configuration included) out and back, which
-        // cost ~1.4k instructions a notification (docs/performance.md,
+        // whole BirdLink (its configuration included) out and back, a large
+        // share of what a notification costs birdctl (docs/performance.md,
         // "The signal path").
         if case .onLink(let link) = phase, let actions = link.plainNotification(characteristic, raw, mtu: mtu) {
             untoldNotifications &+= 1

@@ -3,8 +3,8 @@ import DBus
 /// `watch --all` with many birds: a notification concerns the one machine
 /// whose link it came over, so it goes to that machine alone instead of
 /// being offered to every machine in turn (which cost a notification time
-/// in proportion to the birds followed: 8.7k instructions with one bird,
-/// 119k with 32, callgrind).
+/// in proportion to the birds followed; see docs/performance.md, "`watch
+/// --all` with many birds").
 extension BirdFleet {
     /// Runs `event` on the machine whose bird is at or above `characteristic`
     /// (none: nobody's, as it would have been for every machine). The machine

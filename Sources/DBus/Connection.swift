@@ -134,7 +134,7 @@ public final class Connection: @unchecked Sendable {
         // Only reachable once nothing on the loop refers to us any more.
         // The loop ends first: closing makes libdbus remove its watches from
         // the loop, which off the loop's thread would race with its wait
-        // (found by the loop-thread check, in a debug build).
+        // (the loop-thread check traps on that in a debug build).
         loop.stop()
         if isConnected { dbus_connection_close(raw) }
         dbus_connection_unref(raw)

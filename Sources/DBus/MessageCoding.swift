@@ -67,7 +67,7 @@ enum MessageDecoder {
         case code("h"):
             dbus_message_iter_get_basic(&iter, &basic)
             // A message can name a descriptor it does not carry (libdbus gives
-            // -1): malformed, not a value to pass on (found by fuzzing).
+            // -1): malformed, not a value to pass on (a FuzzDBusMessages regression).
             guard basic.fd >= 0 else {
                 throw DBusError(.invalidArgs, "the message names a unix fd it does not carry")
             }

@@ -48,11 +48,11 @@ public final class DatagramReader: @unchecked Sendable {
         // With SO_PASSCRED each datagram comes with the sender's credentials;
         // given no room for them, the kernel marks it MSG_CTRUNC instead,
         // while the end (no datagram) carries no mark: so a length of 0 says
-        // which it is (found by FuzzDatagramReader: the POLLHUP guess below
-        // lost datagrams queued behind a batch of empty ones). It costs
-        // nothing measurable: 400k sends and recvmmsg's of 20 bytes took
-        // 1,300–1,330 ns each with and without it. Without the option (not a
-        // Unix socket), the end is guessed from POLLHUP as below.
+        // which it is (the POLLHUP guess below loses the datagrams queued
+        // behind a batch of empty ones; FuzzDatagramReader checks that none
+        // is lost). The option costs nothing measurable (docs/performance.md,
+        // "Wake-ups"). Without the option (not a Unix socket), the end is
+        // guessed from POLLHUP as below.
         var on: Int32 = 1
         marksDatagrams = setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
         watch = loop.watchReadable(fd, drains: true) { [unowned self] revents in

@@ -53,8 +53,8 @@ public final class BirdctlProcess: @unchecked Sendable {
     /// start `nextLine` may still wait; past it every wait fails. Each wait
     /// has its own deadline, but a test looping until some line comes, while
     /// other lines keep coming, would otherwise wait for ever (a watch
-    /// streams for as long as it runs); the longest test reads birdctl for
-    /// 88 s under AddressSanitizer.
+    /// streams for as long as it runs); the default leaves room for the
+    /// longest test under AddressSanitizer.
     public init(
         _ arguments: [String], environment: [String: String], withStdin: Bool = false, closeAfterLines: Int? = nil,
         asUser user: (name: String, group: String)? = nil, executable: URL = BirdctlProcess.executable,
