@@ -10,21 +10,6 @@ import DBus
 public struct BirdFleet: Sendable {
     public typealias MachineID = Int
 
-    public enum Timer: Hashable, Sendable {
-        /// `--all`: the fleet's own find deadline and duration.
-        case fleet(BirdCentral.Timer)
-        case machine(MachineID, BirdCentral.Timer)
-        /// `--all`: one tick of the clock that forgets unheard birds (`forgetAfter`).
-        case forgetTick
-        /// `--all`: the gap after a connection attempt (see `LinkScheduler`).
-        case connectGap
-        /// `--all`: time to check the learned link limits (see `LinkScheduler`).
-        case limitRecheck
-        /// `--all` with several adapters: a bird new to the fleet has been
-        /// listened to long enough for every adapter to hear it (see `AdapterPool`).
-        case listen(String)
-    }
-
     /// How long a bird neither heard nor connected is remembered by default:
     /// well past Home Assistant's 195 s before a silent device is shown
     /// unavailable.
@@ -33,46 +18,6 @@ public struct BirdFleet: Sendable {
     /// How many ticks of `forgetTick` make up `forgetAfter`: a bird is
     /// forgotten between 7/8 and 8/8 of that time after it was last heard.
     public static let ticksToForget = 8
-
-    /// What the driver must do, in order.
-    public enum Action: Hashable, Sendable {
-        /// Discovery on; a refusal goes to `scanFailed` of that machine (nil:
-        /// the fleet's). With `lookUpKnown`, first look for that address in
-        /// BlueZ's cache and, if it is a Bird, give it to `deviceKnown` instead.
-        case startScanning(MachineID?, lookUpKnown: String?)
-        case stopScanning
-        case connect(MachineID, ObjectPath)
-        /// Disconnect, or cancel a connection still being made.
-        case disconnect(ObjectPath)
-        /// A connect deadline passed: count it a timeout of the adapter and
-        /// find the devices connected on it; answered by `connectDeadlinePassed`.
-        case countLinks(MachineID, ObjectPath)
-        case read(MachineID, BirdField, ObjectPath)
-        case write(MachineID, ObjectPath, [UInt8])
-        case startNotify(MachineID, BirdField, ObjectPath)
-        case stopNotify(ObjectPath)
-        /// Pair through our agent; answered by `pairCompleted`.
-        case pair(MachineID, ObjectPath)
-        case cancelPairing(ObjectPath)
-        /// Have BlueZ forget the device at this address; answered by `forgetCompleted`.
-        case forget(MachineID, String)
-        /// `all`: a bird forgotten (neither heard nor connected for
-        /// `forgetAfter`). BlueZ keeps for good a device it was asked to
-        /// connect to (Connect makes it non-temporary), with its GATT
-        /// objects, in its memory and in ours: unless it is bonded or
-        /// connected, have BlueZ drop it, as it drops a device it only heard.
-        /// Heard again, BlueZ makes it anew. Not answered.
-        case uncache(String)
-        /// `all`: power the adapter off and on, to unstick its connect path
-        /// (see `LinkScheduler.deadlinePassed`); a failure goes to `adapterResetFailed`.
-        case resetAdapter(ObjectPath)
-        case armTimer(Timer, Duration)
-        case cancelTimer(Timer)
-        case report(BirdCentral.Report)
-        /// The command is done once the cleanup actions before this one are
-        /// answered (briefly).
-        case finish(CommandOutcome)
-    }
 
     public let configuration: BirdCentral.Configuration
     /// Follow every Bird in range (`watch --all`).
@@ -109,9 +54,9 @@ public struct BirdFleet: Sendable {
     /// `--all`: discovery is on for the fleet; `everReady`: it was at least once.
     var discovering = false
     var everReady = false
-    private var readings = 0
+    var readings = 0
     /// Machines whose first scan looked in BlueZ's cache.
-    private var lookedUp: Set<MachineID> = []
+    var lookedUp: Set<MachineID> = []
 
     /// Connection attempts, one out at a time.
     var gate = ConnectGate()
@@ -169,10 +114,7 @@ public struct BirdFleet: Sendable {
         guard outcome == nil else { return [] }
         scheduler?.bluetoothGone()
         gate.bluetoothGone()
-        adapter = nil
-        discovering = false
-        linked.removeAll()
-        waiting.removeAll()
+        adapterLost(nil)
         // Several adapters: none is left; they are told again when bluetoothd is back.
         _ = pool?.update([])
         listening.removeAll()
@@ -182,19 +124,23 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func adapterPoweredOff(_ adapter: AdapterChoice) -> [Action] {
-        self.adapter = adapter
-        discovering = false
-        waiting.removeAll()
-        linked.removeAll()
+        adapterLost(adapter)
         return everyMachine { $0.adapterPowered(false, adapter: adapter) }
     }
 
     public mutating func adapterRemoved(name: String) -> [Action] {
-        adapter = nil
+        adapterLost(nil)
+        return everyMachine { $0.adapterRemoved(name: name) }
+    }
+
+    /// The adapter can no longer be used (`adapter`: as it is now, if still
+    /// there): discovery and every link went with it, and birds waiting for
+    /// a machine will be heard again.
+    private mutating func adapterLost(_ adapter: AdapterChoice?) {
+        self.adapter = adapter
         discovering = false
         waiting.removeAll()
         linked.removeAll()
-        return everyMachine { $0.adapterRemoved(name: name) }
     }
 
     /// The adapter cannot be used (a power-on was refused): the command ends.
@@ -420,184 +366,5 @@ public struct BirdFleet: Sendable {
     public mutating func stopRequested() -> [Action] {
         if all { return finishAll(.success) }
         return everyMachine { $0.stopRequested() }
-    }
-
-    // MARK: Machines
-
-    @discardableResult
-    mutating func add(_ configuration: BirdCentral.Configuration) -> MachineID {
-        add(BirdCentral(configuration))
-    }
-
-    mutating func add(_ central: BirdCentral) -> MachineID {
-        let id = nextID
-        nextID += 1
-        machines.append((id, central))
-        return id
-    }
-
-    /// Forgets a machine (with `all`).
-    mutating func drop(_ id: MachineID, keepHeard: Bool = false) {
-        gate.withdraw(id)
-        scheduler?.withdraw(id)
-        if let address = central(id)?.configuration.address {
-            pool?.forget(address, keepHeard: keepHeard)
-        }
-        machines.removeAll { $0.id == id }
-        lastHeard[id] = nil
-        sightings[id] = nil
-        if !notifiers.isEmpty { notifiers = notifiers.filter { $0.value != id } }
-        if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
-    }
-
-    /// Where machine `id` is: a binary search of `machines` (sorted by id),
-    /// not a walk through every bird: each notification and each machine's
-    /// timer looks its machine up.
-    func index(of id: MachineID) -> Int? {
-        var low = 0
-        var high = machines.count
-        while low < high {
-            let middle = (low + high) / 2
-            if machines[middle].id < id { low = middle + 1 } else { high = middle }
-        }
-        return low < machines.count && machines[low].id == id ? low : nil
-    }
-
-    /// Machine `id`'s central, if it runs.
-    func central(_ id: MachineID) -> BirdCentral? {
-        index(of: id).map { machines[$0].central }
-    }
-
-    /// Runs an event on one machine; its actions, translated.
-    mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
-        guard outcome == nil, let index = index(of: id) else { return [] }
-        let actions = translate(event(&machines[index].central), from: id)
-        return afterEvent(actions)
-    }
-
-    /// Runs an event on every machine (in place: this is the notification path).
-    private mutating func everyMachine(_ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
-        guard outcome == nil else { return [] }
-        var actions: [Action] = []
-        var index = 0
-        while index < machines.count, outcome == nil {
-            let id = machines[index].id
-            let own = event(&machines[index].central)
-            if !own.isEmpty {
-                // Most events concern one machine: its actions are taken as they are, not copied.
-                if actions.isEmpty { actions = translate(own, from: id) } else { actions += translate(own, from: id) }
-            }
-            // A machine that finished (with `all`) has left the list.
-            if index < machines.count, machines[index].id == id { index += 1 }
-        }
-        return afterEvent(actions)
-    }
-
-    /// A machine's actions as the fleet's: tagged with the machine, discovery
-    /// left to the fleet with `all`, and a machine's end the command's end
-    /// only without `all`.
-    mutating func translate(_ own: [BirdCentral.Action], from id: MachineID) -> [Action] {
-        var actions: [Action] = []
-        actions.reserveCapacity(own.count)
-        var enough = false
-        // A connection attempt (its deadline and its Connect) waits its turn at the gate.
-        var heldBack: [Action] = []
-        var connectingTo: ObjectPath?
-        for action in own {
-            switch action {
-            case .connect(let device):
-                heldBack.append(.connect(id, device))
-                connectingTo = device
-            case .armTimer(.connect, let delay):
-                heldBack.append(.armTimer(.machine(id, .connect), delay))
-            case .startScanning:
-                actions.append(.startScanning(id, lookUpKnown: all ? nil : firstLookUp(for: id)))
-            case .stopScanning:
-                if !all { actions.append(.stopScanning) }
-            case .disconnect(let device):
-                if gate.disconnecting(device) { actions.append(.disconnect(device)) }
-            case .read(let field, let path): actions.append(.read(id, field, path))
-            case .write(_, let path, let bytes): actions.append(.write(id, path, bytes))
-            case .startNotify(let field, let path): actions.append(.startNotify(id, field, path))
-            case .stopNotify(let path): actions.append(.stopNotify(path))
-            case .pair(let device): actions.append(.pair(id, device))
-            case .cancelPairing(let device): actions.append(.cancelPairing(device))
-            case .forget(let address): actions.append(.forget(id, address))
-            case .armTimer(let timer, let delay): actions.append(.armTimer(.machine(id, timer), delay))
-            case .cancelTimer(let timer): actions.append(.cancelTimer(.machine(id, timer)))
-            case .report(let report):
-                actions.append(.report(report))
-                if all, case .reading = report, let maximum = configuration.maximumReadings {
-                    readings += 1
-                    enough = enough || readings == maximum
-                }
-            case .finish(let result):
-                guard all else {
-                    outcome = result
-                    actions.append(.finish(result))
-                    continue
-                }
-                // One bird lost is not the end of the fleet: forget it so it can be found again.
-                let (sighting, linkedAtAttempt) = (sightings[id], scheduler?.linkedAtAttempt[id] ?? 0)
-                if case .failed(.connectFailed) = result, let sighting { pool?.failed(sighting.address, device: sighting.device) }
-                drop(id, keepHeard: pool != nil)
-                // Its link is being undone: say so, if it did not (a gateway
-                // would otherwise keep the bird online for ever).
-                if let sighting, linked.contains(sighting.device),
-                    !actions.contains(where: { if case .report(.disconnected(let p)) = $0 { p.path == sighting.device } else { false } })
-                {
-                    actions.append(.report(.disconnected(
-                        BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name))))
-                }
-                if case .failed(let failure) = result {
-                    if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
-                        declined[bird.address.uppercased()] = tick
-                    }
-                    actions.append(.report(.gaveUp(failure)))
-                    // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
-                    if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
-                    if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
-                        // Links that went down since the Connect was sent were up when the controller refused it.
-                        let path = sighting.map { AdapterPool.adapter(of: $0.device) } ?? self.adapter?.path ?? "/"
-                        actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter, path: path)
-                    }
-                    tryAgainLater(sighting, after: failure)
-                }
-            }
-        }
-        if let connectingTo {
-            gate.request(id, device: connectingTo, heldBack)
-        } else {
-            actions += heldBack  // a deadline re-armed without a Connect
-        }
-        // After this machine's actions, not in the middle of them.
-        return enough ? actions + finishAll(.success) : actions
-    }
-
-    /// A machine's first scan may start from BlueZ's cache (a bird asked for
-    /// by address that BlueZ knows); later ones (after a lost link) listen.
-    private mutating func firstLookUp(for id: MachineID) -> String? {
-        guard let address = central(id)?.configuration.address,
-            lookedUp.insert(id).inserted
-        else { return nil }
-        return address
-    }
-
-    /// Stops every machine (StopNotify, Disconnect) and discovery, then finishes.
-    private mutating func finishAll(_ result: CommandOutcome) -> [Action] {
-        guard outcome == nil else { return [] }
-        var actions: [Action] = []
-        for index in machines.indices {
-            let id = machines[index].id
-            let cleanup = machines[index].central.stopRequested().filter { if case .finish = $0 { false } else { true } }
-            actions += translate(cleanup, from: id).filter { if case .stopScanning = $0 { false } else { true } }
-        }
-        machines.removeAll()
-        waiting.removeAll()
-        sightings.removeAll()
-        byAddress.removeAll()
-        lastHeard.removeAll()
-        outcome = result
-        return actions + [.stopScanning, .finish(result)]
     }
 }

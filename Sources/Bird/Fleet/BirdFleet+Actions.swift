@@ -1,0 +1,60 @@
+import BlueZ
+import DBus
+
+/// What the fleet asks of its driver, and the timers it keeps.
+extension BirdFleet {
+    public enum Timer: Hashable, Sendable {
+        /// `--all`: the fleet's own find deadline and duration.
+        case fleet(BirdCentral.Timer)
+        case machine(MachineID, BirdCentral.Timer)
+        /// `--all`: one tick of the clock that forgets unheard birds (`forgetAfter`).
+        case forgetTick
+        /// `--all`: the gap after a connection attempt (see `LinkScheduler`).
+        case connectGap
+        /// `--all`: time to check the learned link limits (see `LinkScheduler`).
+        case limitRecheck
+        /// `--all` with several adapters: a bird new to the fleet has been
+        /// listened to long enough for every adapter to hear it (see `AdapterPool`).
+        case listen(String)
+    }
+
+    /// What the driver must do, in order.
+    public enum Action: Hashable, Sendable {
+        /// Discovery on; a refusal goes to `scanFailed` of that machine (nil:
+        /// the fleet's). With `lookUpKnown`, first look for that address in
+        /// BlueZ's cache and, if it is a Bird, give it to `deviceKnown` instead.
+        case startScanning(MachineID?, lookUpKnown: String?)
+        case stopScanning
+        case connect(MachineID, ObjectPath)
+        /// Disconnect, or cancel a connection still being made.
+        case disconnect(ObjectPath)
+        /// A connect deadline passed: count it a timeout of the adapter and
+        /// find the devices connected on it; answered by `connectDeadlinePassed`.
+        case countLinks(MachineID, ObjectPath)
+        case read(MachineID, BirdField, ObjectPath)
+        case write(MachineID, ObjectPath, [UInt8])
+        case startNotify(MachineID, BirdField, ObjectPath)
+        case stopNotify(ObjectPath)
+        /// Pair through our agent; answered by `pairCompleted`.
+        case pair(MachineID, ObjectPath)
+        case cancelPairing(ObjectPath)
+        /// Have BlueZ forget the device at this address; answered by `forgetCompleted`.
+        case forget(MachineID, String)
+        /// `all`: a bird forgotten (neither heard nor connected for
+        /// `forgetAfter`). BlueZ keeps for good a device it was asked to
+        /// connect to (Connect makes it non-temporary), with its GATT
+        /// objects, in its memory and in ours: unless it is bonded or
+        /// connected, have BlueZ drop it, as it drops a device it only heard.
+        /// Heard again, BlueZ makes it anew. Not answered.
+        case uncache(String)
+        /// `all`: power the adapter off and on, to unstick its connect path
+        /// (see `LinkScheduler.deadlinePassed`); a failure goes to `adapterResetFailed`.
+        case resetAdapter(ObjectPath)
+        case armTimer(Timer, Duration)
+        case cancelTimer(Timer)
+        case report(BirdCentral.Report)
+        /// The command is done once the cleanup actions before this one are
+        /// answered (briefly).
+        case finish(CommandOutcome)
+    }
+}

@@ -1,0 +1,183 @@
+import BlueZ
+import DBus
+
+/// The fleet's machines: started, looked up, run on an event, their actions
+/// made the fleet's, dropped, and all stopped at the end.
+extension BirdFleet {
+    @discardableResult
+    mutating func add(_ configuration: BirdCentral.Configuration) -> MachineID {
+        add(BirdCentral(configuration))
+    }
+
+    mutating func add(_ central: BirdCentral) -> MachineID {
+        let id = nextID
+        nextID += 1
+        machines.append((id, central))
+        return id
+    }
+
+    /// Forgets a machine (with `all`).
+    mutating func drop(_ id: MachineID, keepHeard: Bool = false) {
+        gate.withdraw(id)
+        scheduler?.withdraw(id)
+        if let address = central(id)?.configuration.address {
+            pool?.forget(address, keepHeard: keepHeard)
+        }
+        machines.removeAll { $0.id == id }
+        lastHeard[id] = nil
+        sightings[id] = nil
+        if !notifiers.isEmpty { notifiers = notifiers.filter { $0.value != id } }
+        if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
+    }
+
+    /// Where machine `id` is: a binary search of `machines` (sorted by id),
+    /// not a walk through every bird: each notification and each machine's
+    /// timer looks its machine up.
+    func index(of id: MachineID) -> Int? {
+        var low = 0
+        var high = machines.count
+        while low < high {
+            let middle = (low + high) / 2
+            if machines[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < machines.count && machines[low].id == id ? low : nil
+    }
+
+    /// Machine `id`'s central, if it runs.
+    func central(_ id: MachineID) -> BirdCentral? {
+        index(of: id).map { machines[$0].central }
+    }
+
+    /// Runs an event on one machine; its actions, translated.
+    mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
+        guard outcome == nil, let index = index(of: id) else { return [] }
+        let actions = translate(event(&machines[index].central), from: id)
+        return afterEvent(actions)
+    }
+
+    /// Runs an event on every machine (in place: this is the notification path).
+    mutating func everyMachine(_ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
+        guard outcome == nil else { return [] }
+        var actions: [Action] = []
+        var index = 0
+        while index < machines.count, outcome == nil {
+            let id = machines[index].id
+            let own = event(&machines[index].central)
+            if !own.isEmpty {
+                // Most events concern one machine: its actions are taken as they are, not copied.
+                if actions.isEmpty { actions = translate(own, from: id) } else { actions += translate(own, from: id) }
+            }
+            // A machine that finished (with `all`) has left the list.
+            if index < machines.count, machines[index].id == id { index += 1 }
+        }
+        return afterEvent(actions)
+    }
+
+    /// A machine's actions as the fleet's: tagged with the machine, discovery
+    /// left to the fleet with `all`, and a machine's end the command's end
+    /// only without `all`.
+    mutating func translate(_ own: [BirdCentral.Action], from id: MachineID) -> [Action] {
+        var actions: [Action] = []
+        actions.reserveCapacity(own.count)
+        var enough = false
+        // A connection attempt (its deadline and its Connect) waits its turn at the gate.
+        var heldBack: [Action] = []
+        var connectingTo: ObjectPath?
+        for action in own {
+            switch action {
+            case .connect(let device):
+                heldBack.append(.connect(id, device))
+                connectingTo = device
+            case .armTimer(.connect, let delay):
+                heldBack.append(.armTimer(.machine(id, .connect), delay))
+            case .startScanning:
+                actions.append(.startScanning(id, lookUpKnown: all ? nil : firstLookUp(for: id)))
+            case .stopScanning:
+                if !all { actions.append(.stopScanning) }
+            case .disconnect(let device):
+                if gate.disconnecting(device) { actions.append(.disconnect(device)) }
+            case .read(let field, let path): actions.append(.read(id, field, path))
+            case .write(_, let path, let bytes): actions.append(.write(id, path, bytes))
+            case .startNotify(let field, let path): actions.append(.startNotify(id, field, path))
+            case .stopNotify(let path): actions.append(.stopNotify(path))
+            case .pair(let device): actions.append(.pair(id, device))
+            case .cancelPairing(let device): actions.append(.cancelPairing(device))
+            case .forget(let address): actions.append(.forget(id, address))
+            case .armTimer(let timer, let delay): actions.append(.armTimer(.machine(id, timer), delay))
+            case .cancelTimer(let timer): actions.append(.cancelTimer(.machine(id, timer)))
+            case .report(let report):
+                actions.append(.report(report))
+                if all, case .reading = report, let maximum = configuration.maximumReadings {
+                    readings += 1
+                    enough = enough || readings == maximum
+                }
+            case .finish(let result):
+                guard all else {
+                    outcome = result
+                    actions.append(.finish(result))
+                    continue
+                }
+                // One bird lost is not the end of the fleet: forget it so it can be found again.
+                let (sighting, linkedAtAttempt) = (sightings[id], scheduler?.linkedAtAttempt[id] ?? 0)
+                if case .failed(.connectFailed) = result, let sighting { pool?.failed(sighting.address, device: sighting.device) }
+                drop(id, keepHeard: pool != nil)
+                // Its link is being undone: say so, if it did not (a gateway
+                // would otherwise keep the bird online for ever).
+                if let sighting, linked.contains(sighting.device),
+                    !actions.contains(where: { if case .report(.disconnected(let p)) = $0 { p.path == sighting.device } else { false } })
+                {
+                    actions.append(.report(.disconnected(
+                        BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name))))
+                }
+                if case .failed(let failure) = result {
+                    if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
+                        declined[bird.address.uppercased()] = tick
+                    }
+                    actions.append(.report(.gaveUp(failure)))
+                    // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
+                    if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
+                    if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
+                        // Links that went down since the Connect was sent were up when the controller refused it.
+                        let path = sighting.map { AdapterPool.adapter(of: $0.device) } ?? self.adapter?.path ?? "/"
+                        actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter, path: path)
+                    }
+                    tryAgainLater(sighting, after: failure)
+                }
+            }
+        }
+        if let connectingTo {
+            gate.request(id, device: connectingTo, heldBack)
+        } else {
+            actions += heldBack  // a deadline re-armed without a Connect
+        }
+        // After this machine's actions, not in the middle of them.
+        return enough ? actions + finishAll(.success) : actions
+    }
+
+    /// A machine's first scan may start from BlueZ's cache (a bird asked for
+    /// by address that BlueZ knows); later ones (after a lost link) listen.
+    private mutating func firstLookUp(for id: MachineID) -> String? {
+        guard let address = central(id)?.configuration.address,
+            lookedUp.insert(id).inserted
+        else { return nil }
+        return address
+    }
+
+    /// Stops every machine (StopNotify, Disconnect) and discovery, then finishes.
+    mutating func finishAll(_ result: CommandOutcome) -> [Action] {
+        guard outcome == nil else { return [] }
+        var actions: [Action] = []
+        for index in machines.indices {
+            let id = machines[index].id
+            let cleanup = machines[index].central.stopRequested().filter { if case .finish = $0 { false } else { true } }
+            actions += translate(cleanup, from: id).filter { if case .stopScanning = $0 { false } else { true } }
+        }
+        machines.removeAll()
+        waiting.removeAll()
+        sightings.removeAll()
+        byAddress.removeAll()
+        lastHeard.removeAll()
+        outcome = result
+        return actions + [.stopScanning, .finish(result)]
+    }
+}
