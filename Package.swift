@@ -55,14 +55,12 @@ let package = Package(
         .target(name: "FakeBlueZSupport", dependencies: ["DBus", "BlueZ", "TestProcesses"]),
         // mosquitto on a free port, its clients, a test CA.
         .target(name: "MosquittoSupport", dependencies: ["CTestSupport", "TestProcesses"]),
-        // All three in one import.
-        .target(name: "BlueZTestSupport", dependencies: ["TestProcesses", "FakeBlueZSupport", "MosquittoSupport"]),
         // A test run in miniature (a bus, the fake, a birdctl watch) for the test that kills it.
-        .executableTarget(name: "test-support-probe", dependencies: ["BlueZTestSupport"]),
+        .executableTarget(name: "test-support-probe", dependencies: ["FakeBlueZSupport", "TestProcesses"]),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "BlueZTestSupport"]),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "FakeBlueZSupport", "TestProcesses"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "FakeBlueZSupport", "TestProcesses"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "SinksTests", dependencies: ["Sinks", "Bird", "BlueZ", "DBus"]),
@@ -72,7 +70,7 @@ let package = Package(
         // Runs the built birdctl against the fake BlueZ (and the gateway, in-process, against mosquitto).
         .testTarget(
             name: "BirdctlTests",
-            dependencies: ["birdctl", "test-support-probe", "BirdctlCLI", "Bird", "MQTT", "BlueZTestSupport", "BlueZ", "DBus"]),
+            dependencies: ["birdctl", "test-support-probe", "BirdctlCLI", "Bird", "MQTT", "FakeBlueZSupport", "MosquittoSupport", "TestProcesses", "BlueZ", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
 '''A private system bus with the fake BlueZ on it, for the benchmarks (the
-Swift tests have their own harness in BlueZTestSupport). Debian's python3.
+Swift tests have their own harness in FakeBlueZSupport). Debian's python3.
 
     with PrivateBlueZ() as bluez:
         bluez.control('AddBird', ...)

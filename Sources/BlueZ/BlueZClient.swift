@@ -10,7 +10,7 @@ import DBus
 ///
 /// The client lives on its connection's loop: events and completions run
 /// there, and `tree` may be read there (tests read it from elsewhere
-/// through BlueZTestSupport's `snapshot()`).
+/// through FakeBlueZSupport's `snapshot()`).
 public final class BlueZClient: @unchecked Sendable {
     public typealias EventHandler = @Sendable (BlueZEvent) -> Void
     /// bluetoothd's name on the system bus, for messages to people.

@@ -2,7 +2,8 @@
 // (ChildCleanupTests): starts a private bus, the fake BlueZ with a bird, and
 // a `birdctl watch` of it, all through the test support; prints "ready" once
 // birdctl streams, then waits to be killed.
-import BlueZTestSupport
+import FakeBlueZSupport
+import TestProcesses
 import Foundation
 
 let fake = try await FakeBlueZ()

@@ -103,7 +103,7 @@ struct LayeringTests {
     /// nor does the tests' support (its sockaddr and posix_spawn's string
     /// arrays are handled in CTestSupport).
     @Test(arguments: [
-        "BlueZ", "Bird", "Sinks", "Health", "BirdctlCLI", "birdctl", "BlueZTestSupport", "TestProcesses", "FakeBlueZSupport",
+        "BlueZ", "Bird", "Sinks", "Health", "BirdctlCLI", "birdctl", "TestProcesses", "FakeBlueZSupport",
         "MosquittoSupport", "test-support-probe",
     ])
     func noPointersAboveTheDBusLayer(_ target: String) throws {
@@ -121,7 +121,7 @@ struct LayeringTests {
     @Test func testsStartChildrenOnlyThroughTheTestSupport() throws {
         let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
         let targets = try FileManager.default.contentsOfDirectory(atPath: tests.path).map { "../Tests/" + $0 }
-            + ["TestProcesses", "FakeBlueZSupport", "MosquittoSupport", "BlueZTestSupport", "test-support-probe"]
+            + ["TestProcesses", "FakeBlueZSupport", "MosquittoSupport", "test-support-probe"]
         let regex = try NSRegularExpression(pattern: #"(?<![A-Za-z_])Process\("#)
         for target in targets {
             for file in try Self.files(of: target) {
@@ -135,7 +135,7 @@ struct LayeringTests {
     /// dispatch queues: anything from the Concurrency runtime (even
     /// ContinuousClock) or libdispatch links it in, and a `read` then maps
     /// more code and runs its start-up (docs/performance.md). Tests await
-    /// through BlueZTestSupport.
+    /// through the test support (FakeBlueZSupport, TestProcesses).
     @Test(arguments: ["Threads", "Loop", "DBus", "BlueZ", "Bird", "MQTT", "Sinks", "Health", "BirdctlCLI", "birdctl"])
     func noConcurrencyRuntimeOrDispatchInWhatBirdctlLinks(_ target: String) throws {
         let regex = try NSRegularExpression(

@@ -1,4 +1,4 @@
-import BlueZTestSupport
+import TestProcesses
 import Foundation
 import Glibc
 import Testing

@@ -1,4 +1,6 @@
-import BlueZTestSupport
+import FakeBlueZSupport
+import MosquittoSupport
+import TestProcesses
 import Foundation
 import Testing
 

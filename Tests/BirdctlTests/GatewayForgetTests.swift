@@ -1,5 +1,6 @@
 import Bird
-import BlueZTestSupport
+import FakeBlueZSupport
+import MosquittoSupport
 import DBus
 import Foundation
 import MQTT

@@ -1,4 +1,3 @@
-import BlueZTestSupport
 import Dispatch
 import Foundation
 import Glibc

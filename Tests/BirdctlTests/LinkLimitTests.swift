@@ -1,4 +1,4 @@
-import BlueZTestSupport
+import FakeBlueZSupport
 import DBus
 import Glibc
 import Testing

@@ -1,4 +1,5 @@
-import BlueZTestSupport
+import FakeBlueZSupport
+import MosquittoSupport
 import Foundation
 import Testing
 

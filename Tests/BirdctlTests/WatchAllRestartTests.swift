@@ -1,4 +1,5 @@
-import BlueZTestSupport
+import FakeBlueZSupport
+import TestProcesses
 import Foundation
 import Testing
 

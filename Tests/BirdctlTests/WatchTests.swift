@@ -1,4 +1,5 @@
-import BlueZTestSupport
+import FakeBlueZSupport
+import TestProcesses
 import DBus
 import Foundation
 import Glibc

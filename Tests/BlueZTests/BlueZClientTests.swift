@@ -1,5 +1,6 @@
 @testable import BlueZ
-import BlueZTestSupport
+import FakeBlueZSupport
+import TestProcesses
 import DBus
 import Testing
 

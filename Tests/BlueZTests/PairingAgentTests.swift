@@ -1,5 +1,5 @@
 import BlueZ
-import BlueZTestSupport
+import FakeBlueZSupport
 import DBus
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import BlueZ
-import BlueZTestSupport
+import FakeBlueZSupport
 import DBus
 
 // What several of this target's suites share: the fake's adapter and bird.

@@ -1,4 +1,4 @@
-import BlueZTestSupport
+import FakeBlueZSupport
 import Dispatch
 import Foundation
 @testable import DBus

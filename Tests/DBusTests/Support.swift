@@ -1,4 +1,5 @@
-import BlueZTestSupport
+import FakeBlueZSupport
+import TestProcesses
 import DBus
 
 // What several of this target's suites share: a pair of connections on a

@@ -1,4 +1,3 @@
-import BlueZTestSupport
 import DBus
 import Glibc
 import Testing
