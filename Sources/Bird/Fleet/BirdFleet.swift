@@ -58,8 +58,6 @@ public struct BirdFleet: Sendable {
     /// Machines whose first scan looked in BlueZ's cache.
     var lookedUp: Set<MachineID> = []
 
-    /// Connection attempts, one out at a time.
-    var gate = ConnectGate()
     /// `all`: who gets a link, and when.
     var scheduler: LinkScheduler?
     /// `all` among gateways (`shared`): the birds this one may connect.
@@ -113,7 +111,6 @@ public struct BirdFleet: Sendable {
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard outcome == nil else { return [] }
         scheduler?.bluetoothGone()
-        gate.bluetoothGone()
         adapterLost(nil)
         // Several adapters: none is left; they are told again when bluetoothd is back.
         _ = pool?.update([])
@@ -215,18 +212,13 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
-        linkEnded(device)
+        if scheduler != nil { linked.remove(device) }
         return everyMachine { $0.deviceDisconnected(device) }
     }
 
     public mutating func deviceRemoved(_ device: ObjectPath) -> [Action] {
-        linkEnded(device)
-        return everyMachine { $0.deviceRemoved(device) }
-    }
-
-    private mutating func linkEnded(_ device: ObjectPath) {
         if scheduler != nil { linked.remove(device) }
-        gate.linkEnded(device)
+        return everyMachine { $0.deviceRemoved(device) }
     }
 
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
@@ -258,13 +250,7 @@ public struct BirdFleet: Sendable {
         return on(id) { $0.scanFailed(error) }
     }
 
-    /// The Connect of machine `id` was answered; `alreadyConnected`: its
-    /// device was connected when it was sent (another program's link, not
-    /// ours to undo). A reply to an attempt given up is nobody's.
-    public mutating func connectReplied(
-        _ id: MachineID, _ result: Result<Void, BlueZError>, alreadyConnected: Bool = false
-    ) -> [Action] {
-        guard gate.replied(id, alreadyConnected: alreadyConnected) else { return afterEvent([]) }
+    public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
         var moved: [Action] = []
         if scheduler != nil, case .success = result, let device = central(id)?.currentDevice {
             linked.insert(device)
@@ -319,10 +305,6 @@ public struct BirdFleet: Sendable {
         everyMachine { $0.servicesUnresolved(device) }
     }
 
-    /// Whether machine `id` waits for the answer to its Connect to `device`
-    /// (an attempt it gave up is answered to nobody).
-    public func awaitsConnect(_ id: MachineID, _ device: ObjectPath) -> Bool { gate.awaitsReply(id, device) }
-
     /// Machine `id`'s connect deadline passed while `connectedDevices` were
     /// connected on `adapter` (see `BirdCentral.connectDeadlinePassed`).
     public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
@@ -337,11 +319,6 @@ public struct BirdFleet: Sendable {
 
     public mutating func timerFired(_ timer: Timer) -> [Action] {
         switch timer {
-        case .machine(let id, .connect):
-            // The controller may be at its limit (which Linux does not
-            // report): the links up on its adapter are counted first.
-            guard runs(id), let adapter = connectingAdapter(id) else { return on(id) { $0.timerFired(.connect) } }
-            return [.countLinks(id, adapter)]
         case .machine(let id, let timer):
             return on(id) { $0.timerFired(timer) }
         case .fleet(.scan) where machines.isEmpty:
@@ -353,7 +330,7 @@ public struct BirdFleet: Sendable {
         case .forgetTick:
             return forgetUnheard() + holdAgain()
         case .connectGap:
-            gate.gapPassed()
+            scheduler?.gapPassed()
             return grantConnects()
         case .limitRecheck:
             return recheckLimits()
