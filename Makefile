@@ -181,7 +181,8 @@ static-link: deps
 # minute), on this repository bound into it (dist/debian-swift/in-root.sh),
 # in a build folder of its own. The build and the tests' build catch what a
 # newer Swift accepts and 6.0 does not; the release build, the Makefile's own
-# with every flag, runs in the root's make with the root's packages.
+# with every flag, runs in the root's make with the root's packages, without
+# the git revision (a new one compiles every module again).
 SWIFT60_ROOT := .build/swift60-root
 SWIFT60_RECIPE := dist/debian-swift/trixie.recipe
 SWIFT60_SCRATCH := .build/swift60
@@ -193,7 +194,7 @@ build-swift60: swift60-root
 	dist/debian-swift/in-root.sh $(SWIFT60_ROOT) swift build --scratch-path $(SWIFT60_SCRATCH) --build-tests
 	dist/debian-swift/in-root.sh $(SWIFT60_ROOT) env PATH=/usr/libexec/swift/bin:/usr/bin:/bin \
 	    make --no-print-directory release SCRATCH=$(SWIFT60_SCRATCH) STATIC_LINK=$(SWIFT60_SCRATCH)/static-link \
-	    DEB_PACKAGES="libdbus-1-dev libmosquitto-dev pkg-config" REVISION=$(REVISION)
+	    DEB_PACKAGES="libdbus-1-dev libmosquitto-dev pkg-config" REVISION=
 
 # Everything CI runs: the build with Debian 13's Swift 6.0, the tests, the
 # fuzzers' kept inputs, the tests again under AddressSanitizer (and the
