@@ -6,6 +6,8 @@
 #   make test          every test (installs what it needs; CI runs this)
 #   make build         debug build: .build/debug/birdctl
 #   make release       what users install: optimised, static Swift runtime, git revision
+#   make build-swift60 the build and the tests' build, and the release build, with Debian 13's
+#                      own Swift (6.0.3) in a Debian 13 root built here: the oldest Swift we build with
 #   make install       installs birdctl, its man page, completions and systemd unit
 #                      (PREFIX=/usr/local, DESTDIR=); make uninstall removes exactly those
 #   make deb           a Debian package in .build/deb/ (runs without Swift)
@@ -23,7 +25,7 @@
 #
 # The other targets (test-unit, test-vm, test-install, test-ha, sanitize, fuzz-regress,
 # deps-vm, deps-bench, deps-install, deps-ha, bench-venv, bench-fake, bench-system, static-link,
-# link-order, link-order-check, clean) are parts of these.
+# link-order, link-order-check, swift60-root, clean) are parts of these.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -63,6 +65,7 @@ HA_VENV := .build/ha/venv
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
 .PHONY: help deps deps-vm deps-bench deps-install deps-ha test-ha apt-packages build release static-link link-order link-order-check demo \
+	build-swift60 swift60-root \
 	soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
@@ -134,8 +137,11 @@ RELEASE_CODEGEN := -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-
 RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
 	-Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/dist/link/symbol-order.txt -Xlinker --no-warn-symbol-ordering
+# SCRATCH: where SwiftPM builds (build-swift60 builds in its own).
+SCRATCH := .build
 release: deps static-link
-	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath \
+	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --scratch-path $(SCRATCH) \
+	    --static-swift-stdlib --disable-local-rpath \
 	    $(RELEASE_CODEGEN) $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
 
 # Regenerates dist/link/symbol-order.txt: the functions the release build runs
@@ -169,11 +175,33 @@ static-link: deps
 	@printf 'Name: dbus-1\nDescription: libdbus, linked from its static archive\nVersion: %s\nCflags: %s\nLibs: -L%s -ldbus-1 -lbirdctl-no-systemd\n' \
 	    "$$(pkg-config --modversion dbus-1)" "$$(pkg-config --cflags dbus-1)" "$(CURDIR)/$(STATIC_LINK)" > $(STATIC_LINK)/dbus-1.pc
 
-# Everything CI runs: the tests, the fuzzers' kept inputs, the tests again
-# under AddressSanitizer (and the concurrent layers under ThreadSanitizer),
-# installing and packaging, Home Assistant, the real-BlueZ scenarios in a VM,
-# and the release link's symbol order against what the release build runs.
-test: test-unit fuzz-regress sanitize test-install test-ha test-vm link-order-check
+# Debian 13's own Swift, 6.0.3, the oldest we build with (Package.swift says
+# 6.0): in a Debian 13 root built here from the machine's Debian mirror,
+# pinned by dist/debian-swift/trixie.recipe (rebuilt when it changes, about a
+# minute), on this repository bound into it (dist/debian-swift/in-root.sh),
+# in a build folder of its own. The build and the tests' build catch what a
+# newer Swift accepts and 6.0 does not; the release build, the Makefile's own
+# with every flag, runs in the root's make with the root's packages, without
+# the git revision (a new one compiles every module again).
+SWIFT60_ROOT := .build/swift60-root
+SWIFT60_RECIPE := dist/debian-swift/trixie.recipe
+SWIFT60_SCRATCH := .build/swift60
+swift60-root:
+	@$(MAKE) --no-print-directory apt-packages PACKAGES=debootstrap
+	@cmp -s $(SWIFT60_RECIPE) $(SWIFT60_ROOT).recipe || fixtures/vm/build-root.sh $(SWIFT60_ROOT) $(SWIFT60_RECIPE)
+
+build-swift60: swift60-root
+	dist/debian-swift/in-root.sh $(SWIFT60_ROOT) swift build --scratch-path $(SWIFT60_SCRATCH) --build-tests
+	dist/debian-swift/in-root.sh $(SWIFT60_ROOT) env PATH=/usr/libexec/swift/bin:/usr/bin:/bin \
+	    make --no-print-directory release SCRATCH=$(SWIFT60_SCRATCH) STATIC_LINK=$(SWIFT60_SCRATCH)/static-link \
+	    DEB_PACKAGES="libdbus-1-dev libmosquitto-dev pkg-config" REVISION=
+
+# Everything CI runs: the build with Debian 13's Swift 6.0, the tests, the
+# fuzzers' kept inputs, the tests again under AddressSanitizer (and the
+# concurrent layers under ThreadSanitizer), installing and packaging, Home
+# Assistant, the real-BlueZ scenarios in a VM, and the release link's symbol
+# order against what the release build runs.
+test: build-swift60 test-unit fuzz-regress sanitize test-install test-ha test-vm link-order-check
 
 # The test bundle of build path $(1), run in a session of its own that is
 # ended after $(2) seconds as a hang (fixtures/in-own-session.sh says what was

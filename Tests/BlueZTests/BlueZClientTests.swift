@@ -40,7 +40,8 @@ struct BlueZClientTests {
             return tree.device(address: "11:22:33:44:55:66", on: hci0)?.hasSignal == true
         }
         #expect(heard)
-        #expect(tree == (try ObjectTree(managedObjects: try await fake.managedObjects())))
+        let managed = try ObjectTree(managedObjects: try await fake.managedObjects())
+        #expect(tree == managed)
         #expect(tree.objects.count > 300)
 
         let inRange = tree.devices(on: hci0).filter { $0.hasSignal || $0.connected }
@@ -267,7 +268,8 @@ struct BlueZClientTests {
         try await fake.addBird()
         try await test.perform(.startDiscovery(adapter: hci0))
         let event = try await test.next(within: .seconds(120)) { if case .deviceAdded = $0 { true } else { false } }
-        #expect(event == .deviceAdded(try #require(await test.client.snapshot().device(birdPath))))
+        let bird = try #require(await test.client.snapshot().device(birdPath))
+        #expect(event == .deviceAdded(bird))
         try await test.connectBird()
         let name = try #require(await test.characteristic(FakeBlueZ.nameUUID))
         #expect(try await test.perform(.readValue(characteristic: name.path)) == Array("Robin".utf8))

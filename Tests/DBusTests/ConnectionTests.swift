@@ -229,7 +229,8 @@ struct ConnectionTests {
     /// A connection dropped without `close()` on another thread than its
     /// loop's: its loop ends before libdbus, closing, takes its watches off
     /// the loop (in a debug build the loop-thread check traps if not). In a
-    /// child process, which such a trap ends.
+    /// child process, which such a trap ends (an exit test: Swift 6.2 on).
+    #if compiler(>=6.2)
     @Test func aConnectionLetGoOffItsLoopEndsItsLoopBeforeClosing() async {
         await #expect(processExitsWith: .success) {
             let bus = try await PrivateBus.started()
@@ -237,6 +238,7 @@ struct ConnectionTests {
             for _ in 0..<3 { _ = try bus.connect() }
         }
     }
+    #endif
 
     @Test func aClosedConnectionIsNotALostOne() async throws {
         let bus = try await PrivateBus.started()

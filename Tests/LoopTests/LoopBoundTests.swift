@@ -5,9 +5,11 @@ import Testing
 /// A loop-bound object's state is touched only on its loop's thread; in a
 /// debug build the loop's entry points (`schedule`, `cancel`, watches…) and
 /// the objects' own (`assertInLoop()`) trap when that is broken. Each case
-/// runs in a child process, which the trap ends.
+/// runs in a child process, which the trap ends. Exit tests came with Swift
+/// 6.2: Debian 13's Swift 6.0 (`make build-swift60`) builds the suite empty.
 @Suite("Event loop: loop-bound objects")
 struct LoopBoundTests {
+    #if compiler(>=6.2)
     #if DEBUG
     @Test func schedulingATimerFromAnotherThreadWhileTheLoopRunsTraps() async {
         await #expect(processExitsWith: .failure) {
@@ -39,4 +41,5 @@ struct LoopBoundTests {
             while true { pause() }
         }
     }
+    #endif
 }
