@@ -259,7 +259,7 @@ struct GatewayMessages {
     }
 
     /// The id of a bird's sensor for `field` from this gateway (in a fleet, the fleet's).
-    private func sensorID(_ address: String, _ field: BirdField) -> String {
+    func sensorID(_ address: String, _ field: BirdField) -> String {
         fleet == nil
             ? "birdctl_\(gatewayID)_\(Self.hex(address))_\(field.rawValue)"
             : "birdctl_\(Self.hex(address))_\(field.rawValue)"
@@ -269,10 +269,10 @@ struct GatewayMessages {
     static func hex(_ address: String) -> String { address.filter { $0 != ":" } }
 
     /// `--fleet`: the id of the bird's Gateway sensor (which room holds it).
-    private func holderSensorID(_ address: String) -> String { "birdctl_\(Self.hex(address))_holder"
+    func holderSensorID(_ address: String) -> String { "birdctl_\(Self.hex(address))_holder"
     }
 
-    private func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
+    func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
 
     /// Where this gateway's sensors' and controls' configs are (every one of any bird).
     static let birdDiscoveryFilters = ["homeassistant/sensor/+/config", "homeassistant/number/+/config", "homeassistant/text/+/config"]
@@ -331,7 +331,7 @@ struct GatewayMessages {
 
     /// A `number` in % for alpha; `text` for the name and the colour (a
     /// light's RGB would make a bird a lamp in Home Assistant's eyes).
-    private static func controlKind(_ field: BirdField) -> String { field == .alpha ? "number" : "text" }
+    static func controlKind(_ field: BirdField) -> String { field == .alpha ? "number" : "text" }
 
     /// Of the retained `topics` (under the prefix and the discovery configs),
     /// this gateway's: all of them, or only those of `onlyBirds`.
@@ -365,155 +365,10 @@ struct GatewayMessages {
     /// The name of a bird's entity: without `--fleet` each gateway that
     /// hears the bird has its own entities on the bird's one device, so each
     /// carries the gateway's name ("Robin Alpha kitchen", not "Robin Alpha" twice).
-    private func entityName(_ name: String) -> String { fleet == nil ? name + " " + gatewayLabel : name }
+    func entityName(_ name: String) -> String { fleet == nil ? name + " " + gatewayLabel : name }
 
-    /// One sensor per field, on the bird's device, available while both the
-    /// gateway and the bird are online.
-    func birdDiscovery(_ peripheral: BirdCentral.Peripheral, version: String) -> [MQTTMessage] {
-        let address = peripheral.address
-        let hex = Self.hex(address)
-        var device = JSONObject()
-        device.add("identifiers", .list([.string("birdctl_" + hex)]))
-        device.add("connections", .list([.list([.string("mac"), .string(address.lowercased())])]))
-        device.add("name", peripheral.name.map(SafeText.escaped) ?? address)
-        device.add("manufacturer", "Bird")
-        device.add("model", "Bird Service peripheral")
-        device.add("via_device", "birdctl_" + gatewayID)
-        let sensors = BirdField.allCases.map { field -> MQTTMessage in
-            let id = sensorID(address, field)
-            var config = JSONObject()
-            config.add("name", entityName(field.rawValue.capitalized))
-            config.add("unique_id", id)
-            config.add("state_topic", "\(prefix)/\(address)/\(field.rawValue)")
-            config.add("availability", .array([topic(statusTopic), topic("\(prefix)/\(address)/status")]))
-            config.add("availability_mode", "all")
-            switch field {
-            case .name: config.add("icon", "mdi:bird")
-            case .color: config.add("icon", "mdi:palette")
-            case .alpha:
-                config.add("icon", "mdi:circle-opacity")
-                config.add("state_class", "measurement")
-                config.add("unit_of_measurement", "%")
-                config.add("value_template", Self.alphaInPercent)
-            }
-            config.add("device", .object(device))
-            config.add("origin", .object(origin(version)))
-            return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
-        }
-        let controls = BirdField.allCases.map { controlDiscovery(address, $0, device: device, version: version) }
-        let holder = fleet.map { [holderDiscovery(address, device: device, fleet: $0, version: version)] } ?? []
-        return sensors + [lastReadingDiscovery(address, device: device, version: version)] + controls + holder
-    }
-
-    /// When the bird was last read, from its state's `time`: Home Assistant
-    /// shows the reading's age ("2 minutes ago"), a diagnostic of the bird.
-    private func lastReadingDiscovery(_ address: String, device: JSONObject, version: String) -> MQTTMessage {
-        let id = lastReadingSensorID(address)
-        var config = JSONObject()
-        config.add("name", entityName("Last reading"))
-        config.add("unique_id", id)
-        config.add("state_topic", "\(prefix)/\(address)")
-        // Home Assistant 2024.3 takes neither '' nor None for a timestamp, and
-        // logs a template that fails: an empty payload (the state cleared as
-        // the bird is forgotten, its entities with it) keeps the time shown.
-        config.add(
-            "value_template",
-            "{{ value_json.time if value else this.state if this.state is match('[0-9]{4}-') else '1970-01-01T00:00:00+00:00' }}")
-        config.add("device_class", "timestamp")
-        config.add("entity_category", "diagnostic")
-        config.add("availability", .array([topic(statusTopic), topic("\(prefix)/\(address)/status")]))
-        config.add("availability_mode", "all")
-        config.add("device", .object(device))
-        config.add("origin", .object(origin(version)))
-        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
-    }
-
-    /// The id of a bird's Last reading sensor (like a field's, `last_reading` in the field's place).
-    private func lastReadingSensorID(_ address: String) -> String {
-        fleet == nil ? "birdctl_\(gatewayID)_\(Self.hex(address))_last_reading" : "birdctl_\(Self.hex(address))_last_reading"
-    }
-
-    /// Alpha's topic has the fraction `--json` has (0.8); people read 80 %.
-    /// An empty payload (the topic cleared) is no state, not a template error.
-    private static let alphaInPercent = "{{ (value | float * 100) | round(0) | int if value else '' }}"
-
-    /// A control that writes the field through MQTT, available like the sensors.
-    private func controlDiscovery(_ address: String, _ field: BirdField, device: JSONObject, version: String) -> MQTTMessage {
-        let id = sensorID(address, field) + "_set"
-        var config = JSONObject()
-        config.add("name", entityName("Set " + field.rawValue))
-        config.add("unique_id", id)
-        config.add("command_topic", commandTopic(address, field))
-        config.add("state_topic", "\(prefix)/\(address)/\(field.rawValue)")
-        config.add("availability", .array([topic(statusTopic), topic("\(prefix)/\(address)/status")]))
-        config.add("availability_mode", "all")
-        switch field {
-        case .alpha:
-            config.add("min", .integer(0))
-            config.add("max", .integer(100))
-            config.add("step", .integer(1))
-            config.add("mode", "slider")
-            config.add("unit_of_measurement", "%")
-            config.add("value_template", Self.alphaInPercent)
-            config.add("command_template", "{{ value | int }}")
-        case .name:
-            config.add("max", .integer(Sighting.maximumNameBytes))
-        case .color:
-            config.add("pattern", "^#?[0-9A-Fa-f]{6}([0-9A-Fa-f]{2})?$")
-        }
-        config.add("device", .object(device))
-        config.add("origin", .object(origin(version)))
-        return MQTTMessage("homeassistant/\(Self.controlKind(field))/\(id)/config", config.rendered, retain: true)
-    }
-
-    /// `--fleet`: which gateway (room) holds the bird, as a sensor of the bird.
-    private func holderDiscovery(_ address: String, device: JSONObject, fleet: FleetTopics, version: String) -> MQTTMessage {
-        let id = holderSensorID(address)
-        var config = JSONObject()
-        config.add("name", "Gateway")
-        config.add("unique_id", id)
-        config.add("state_topic", fleet.holderTopic(address))
-        config.add("icon", "mdi:router-wireless")
-        config.add("device", .object(device))
-        config.add("origin", .object(origin(version)))
-        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
-    }
-
-    /// `--fleet`: how loud this gateway hears a bird of the fleet, as a
-    /// sensor of the bird's device (available while the gateway is online).
-    func hearingDiscovery(_ address: String, fleet: FleetTopics, version: String) -> MQTTMessage {
-        let hex = Self.hex(address)
-        let id = "birdctl_\(gatewayID)_\(hex)_rssi"
-        var device = JSONObject()
-        device.add("identifiers", .list([.string("birdctl_" + hex)]))
-        var config = JSONObject()
-        config.add("name", "RSSI \(fleet.room)")
-        config.add("unique_id", id)
-        config.add("state_topic", fleet.heardTopic(address))
-        config.add("availability_topic", statusTopic)
-        config.add("device_class", "signal_strength")
-        config.add("unit_of_measurement", "dBm")
-        config.add("state_class", "measurement")
-        config.add("entity_category", "diagnostic")
-        config.add("device", .object(device))
-        config.add("origin", .object(origin(version)))
-        return MQTTMessage(sensorTopic(id), config.rendered, retain: true)
-    }
-
-    private func topic(_ name: String) -> JSONObject {
-        var object = JSONObject()
-        object.add("topic", name)
-        return object
-    }
-
-    private func origin(_ version: String) -> JSONObject {
-        var origin = JSONObject()
-        origin.add("name", "birdctl")
-        origin.add("sw_version", version)
-        return origin
-    }
 }
 
-private extension String {
-    var capitalized: String { prefix(1).uppercased() + dropFirst() }
+extension String {
+    var withInitialCapital: String { prefix(1).uppercased() + dropFirst() }
 }
