@@ -45,7 +45,7 @@ public final class CentralDriver: @unchecked Sendable {
     /// reports how well it hears each bird.
     public var onHeard: ((_ address: String, _ rssi: Int16) -> Void)?
 
-    private var client: BlueZClient { core.client }
+    var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
 
     /// `person`: asks a person to confirm a pairing's passkey and shows the
@@ -387,12 +387,6 @@ public final class CentralDriver: @unchecked Sendable {
         }
     }
 
-    /// Disconnects each device, then calls `body` once every Disconnect is answered.
-    private func disconnectAll(_ devices: [ObjectPath], then body: @escaping @Sendable () -> Void) {
-        guard let device = devices.first else { return body() }
-        client.perform(.disconnect(device: device)) { [self] _ in disconnectAll(Array(devices.dropFirst()), then: body) }
-    }
-
     /// Powers the adapter off and on (`resetAdapter`), then `done`. Each
     /// step may be refused once (powering off while the controller still
     /// answers a cancelled connection attempt) and is tried once more.
@@ -441,14 +435,6 @@ public final class CentralDriver: @unchecked Sendable {
             cancel: person.cancel)
     }
 
-    /// The bird at `address` if BlueZ already knows it on this adapter.
-    private func knownBird(_ address: String, on adapter: ObjectPath) -> Sighting? {
-        guard let device = client.tree.device(address: address, on: adapter)
-        else { return nil }
-        let sighting = Sighting(known: device)
-        return sighting.isBird ? sighting : nil
-    }
-
     /// One Connect at a time: an LE controller creates one connection at a
     /// time, and bluetoothd 5.66 was seen to die on two concurrent ones
     /// (`watch --all` in the VM tier). Later ones wait, inside their deadline.
@@ -493,17 +479,6 @@ public final class CentralDriver: @unchecked Sendable {
     private func connectingAdapter(_ id: BirdFleet.MachineID) -> AdapterChoice? {
         guard let pool, let path = fleet.machineDevice(id)?.parent else { return core.adapter }
         return pool.members.first { $0.path == path } ?? core.adapter
-    }
-
-    /// The devices connected on an adapter. A tree that does not hold every
-    /// device asks BlueZ for all (a rare path: a connect deadline).
-    private func connectedDevices(on adapter: ObjectPath, _ body: @escaping @Sendable ([ObjectPath]) -> Void) {
-        guard !client.holdsEveryDevice else {
-            return body(client.tree.devicesInRange(on: adapter).filter(\.connected).map(\.path))
-        }
-        client.perform(.getManagedObjects()) { result in
-            body((try? result.get())?.devicesInRange(on: adapter).filter(\.connected).map(\.path) ?? [])
-        }
     }
 
     private func cancelTimer(_ timer: BirdFleet.Timer) {
