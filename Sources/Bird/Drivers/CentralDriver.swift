@@ -216,6 +216,9 @@ public final class CentralDriver: @unchecked Sendable {
         if characteristics.isEmpty, !loaded, !client.holdsEveryDevice, fleet.currentDevices.contains(device) {
             return client.loadBelow(device) { [self] in resolved(device, loaded: true) }
         }
+        // The link went while its GATT objects were loaded: its services are
+        // no longer resolved, and the fleet must not count it as a link again.
+        if loaded, client.tree.device(device)?.servicesResolved != true { return }
         // Asked before anything is subscribed, so the answer comes before any notification.
         if let any = characteristics.values.first {
             client.perform(.characteristicMTU(characteristic: any)) { [self] result in
