@@ -71,6 +71,11 @@ extension Option {
         "--quiet-after",
         "probe a held bird with a read after N of its usual gaps between notifications without one; no answer ends the link (0: never)",
         .integer(label: "N", range: 0...1000, default: birdDefaults.quietAfter))
+    static let discoveryWatchdog = Option(
+        "--discovery-watchdog",
+        "with --all: restart an adapter's discovery when it hears no Bird for S seconds while one is looked for;"
+            + " nothing after that either: said, and the adapter powered off and on if it holds no link (docs/guide.md, Health)",
+        .seconds(default: BirdFleet.defaultDiscoveryWatchdog, none: "never", minimum: .seconds(1)))
     static let count = Option("--count", "stop after N readings", .integer(label: "N", range: 1...Int.max))
     static let duration = Option("--duration", "stop after S seconds", .seconds(default: nil, none: "no limit"))
     static let all = Option("--all", "follow every Bird in range; every line carries the address")

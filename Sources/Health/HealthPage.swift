@@ -74,7 +74,15 @@ public enum HealthPage {
         for adapter in adapters { page.sample("birdctl_advertisements_total", adapter.advertisements, labels: ["adapter": adapter.name]) }
         page.family("birdctl_discovery_starts_total", .counter, help: "Times discovery was started on the adapter (the first, and after each outage or restart).")
         for adapter in adapters { page.sample("birdctl_discovery_starts_total", adapter.discoveryStarts, labels: ["adapter": adapter.name]) }
-        page.family("birdctl_adapter_resets_total", .counter, help: "Times the adapter was powered off and on because no connection came through it.")
+        page.family(
+            "birdctl_discovery_restarts_total", .counter,
+            help: "Times the adapter's discovery was restarted because it heard no Bird while one was looked for.")
+        for adapter in adapters { page.sample("birdctl_discovery_restarts_total", adapter.discoveryRestarts, labels: ["adapter": adapter.name]) }
+        page.family(
+            "birdctl_discovery_stalls_total", .counter,
+            help: "Times the adapter was still deaf after a restart (then restarted again, or powered off and on if nothing was connected on it).")
+        for adapter in adapters { page.sample("birdctl_discovery_stalls_total", adapter.discoveryStalls, labels: ["adapter": adapter.name]) }
+        page.family("birdctl_adapter_resets_total", .counter, help: "Times the adapter was powered off and on because nothing came through it.")
         for adapter in adapters { page.sample("birdctl_adapter_resets_total", adapter.resets, labels: ["adapter": adapter.name]) }
     }
 

@@ -222,7 +222,7 @@ public struct GatewayMachine: Sendable {
         case .gaveUp(let failure):
             actions.append(.publish(.event(address: nil, report)))
             if failure.isConnectFailure { actions += connectFailed() }
-        case .waiting, .adapterReset:
+        case .waiting, .adapterReset, .discoveryDeaf:
             actions.append(.publish(.event(address: nil, report)))
         case .forgotten(let address):
             // The fleet no longer hears it: nothing of it stays on the broker

@@ -88,6 +88,14 @@ struct FormattingTests {
             #""event":"held","address":"F0:0D:B1:7D:00:01"}"#) == true)
     }
 
+    /// The discovery watchdog's event: a restart, and a stall that powers the adapter off and on.
+    @Test func discoveryDeafEventsSayWhatIsDone() {
+        #expect(Self.json.eventLine(.discoveryDeaf(adapter: "hci0", silentFor: .seconds(60), stalled: false, powerCycle: false))?.hasSuffix(
+            #""event":"discovery-deaf","adapter":"hci0","silent_s":60,"stalled":false,"action":"restart"}"#) == true)
+        #expect(Self.text.eventText(.discoveryDeaf(adapter: "hci1", silentFor: .seconds(120), stalled: true, powerCycle: true))
+            == "hci1 heard no Bird for 120 s while one is looked for, restarting its discovery did not help: powering it off and on")
+    }
+
     @Test func colourOnlyWhenAskedFor() {
         let plain = Self.text.styled(.color(RGBColor(red: 1, green: 2, blue: 3)))
         #expect(plain == "#010203")

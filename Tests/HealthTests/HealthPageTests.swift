@@ -54,6 +54,8 @@ struct HealthPageTests {
         adapter.connectAttempts = 7
         adapter.connectFailures = ["timeout": 2, "in_progress": 1]
         adapter.resets = 1
+        adapter.discoveryRestarts = 3
+        adapter.discoveryStalls = 1
         var unknown = AdapterHealth(name: "hci1")
         unknown.links = 0
         var birds = BirdHealth()
@@ -68,6 +70,8 @@ struct HealthPageTests {
         #expect(!lines.contains { $0.hasPrefix("birdctl_adapter_link_limit{adapter=\"hci1\"}") })
         #expect(lines.contains("birdctl_connect_failures_total{adapter=\"hci0\",kind=\"timeout\"} 2"))
         #expect(lines.contains("birdctl_adapter_resets_total{adapter=\"hci0\"} 1"))
+        #expect(lines.contains("birdctl_discovery_restarts_total{adapter=\"hci0\"} 3"))
+        #expect(lines.contains("birdctl_discovery_stalls_total{adapter=\"hci0\"} 1"))
         #expect(lines.contains("birdctl_bird_last_reading_age_seconds{address=\"F0:0D:B1:7D:00:01\"} 2.5"))
         #expect(lines.contains("birdctl_mqtt_dropped_messages_total 1"))
         #expect(lines.contains { $0.hasPrefix("process_resident_memory_bytes ") })

@@ -1,7 +1,7 @@
 import BlueZ
 import DBus
 
-/// What the driver asks BlueZ about devices, and the Disconnects of a reset.
+/// What the driver asks BlueZ about devices, and the Disconnects and power cycle of a reset.
 extension CentralDriver {
     /// Disconnects each device, then calls `body` once every Disconnect is answered.
     func disconnectAll(_ devices: [ObjectPath], then body: @escaping @Sendable () -> Void) {
@@ -25,6 +25,28 @@ extension CentralDriver {
         }
         client.perform(.getManagedObjects()) { result in
             body((try? result.get())?.devicesInRange(on: adapter).filter(\.connected).map(\.path) ?? [])
+        }
+    }
+
+    /// Powers the adapter off and on (a reset), then `done`. Each step may be
+    /// refused once (powering off while the controller still answers a
+    /// cancelled connection attempt) and is tried once more; then `failed`.
+    func powerCycle(
+        _ adapter: ObjectPath, on: Bool = false, triesLeft: Int, failed: @escaping @Sendable (BlueZError) -> Void,
+        done: @escaping @Sendable () -> Void
+    ) {
+        client.perform(.setPowered(adapter: adapter, on)) { [self] result in
+            switch result {
+            case .success where !on:
+                powerCycle(adapter, on: true, triesLeft: 2, failed: failed, done: done)
+            case .success:
+                done()
+            case .failure where triesLeft > 1:
+                powerCycle(adapter, on: on, triesLeft: triesLeft - 1, failed: failed, done: done)
+            case .failure(let error):
+                failed(error)
+                done()
+            }
         }
     }
 }

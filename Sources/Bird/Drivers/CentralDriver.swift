@@ -280,7 +280,7 @@ public final class CentralDriver: @unchecked Sendable {
         case .startScanning(let id, _) where pool != nil:
             for adapter in pool?.adaptersNotDiscovering ?? [] { counters.count(adapter) { $0.discoveryStarts += 1 } }
             pool?.startDiscovery(
-                onStarted: { [self] heard in heard.forEach { s in apply { $0.deviceSighted(s) } } },
+                onStarted: heardBefore,
                 onFailure: { [self] error in
                     // One adapter of the pool being powered off: its power event decides.
                     if error.kind != .notReady { apply { $0.scanFailed(id, error) } }
@@ -293,9 +293,25 @@ public final class CentralDriver: @unchecked Sendable {
                 return
             }
             if !discovery.isOn { counters.count(adapter.path) { $0.discoveryStarts += 1 } }
-            discovery.start(
-                on: adapter.path, onStarted: { [self] heard in heard.forEach { s in apply { $0.deviceSighted(s) } } },
-                onFailure: { [self] error in apply { $0.scanFailed(id, error) } })
+            discovery.start(on: adapter.path, onStarted: heardBefore, onFailure: { [self] error in apply { $0.scanFailed(id, error) } })
+        case .restartDiscovery(let adapter):
+            let failed: @Sendable (BlueZError) -> Void = { [self] error in
+                // An adapter being powered off is left to its power event.
+                if error.kind != .notReady { apply { $0.discoveryRestartFailed(adapter, error) } }
+            }
+            if let pool {
+                if pool.restartDiscovery(on: adapter, onStarted: heardBefore, onFailure: failed) { counters.count(adapter) { $0.discoveryRestarts += 1 } }
+                return
+            }
+            guard discovery.isOn, discovery.adapter == adapter else { return }
+            counters.count(adapter) { $0.discoveryRestarts += 1 }
+            discovery.stop()
+            discovery.start(on: adapter, onStarted: heardBefore, onFailure: failed)
+        case .checkDeafAdapter(let adapter, let silentFor):
+            counters.count(adapter) { $0.discoveryStalls += 1 }
+            connectedDevices(on: adapter) { [self] connected in
+                apply { $0.deafAdapterChecked(adapter, silentFor: silentFor, connected: connected.count) }
+            }
         case .stopScanning:
             if let pool { return pool.stopDiscovery(core.cleanup) }
             core.cleanup { done in discovery.stop(done: done) }
@@ -349,23 +365,7 @@ public final class CentralDriver: @unchecked Sendable {
                 client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
             }
         case .resetAdapter(let adapter):
-            counters.count(adapter) { $0.resets += 1 }
-            // Every link on it ended first, each answered: Linux 6.1 oopsed
-            // (hci_chan_del) when bluetoothd closed a socket whose link the
-            // power-off had already dropped. (No attempt goes out meanwhile:
-            // the gate holds them.) A cleanup: an exit meanwhile waits for
-            // the power-on rather than leave the adapter off.
-            let generation = resetGeneration
-            core.cleanup { [self] done in
-                connectedDevices(on: adapter) { [self] linked in
-                    let devices = Set(linked + fleet.currentDevices.filter { $0.isDescendant(of: adapter) })
-                    disconnectAll(Array(devices)) { [self] in
-                        // bluetoothd went meanwhile: the reset is moot (its adapter comes back afresh).
-                        guard generation == resetGeneration else { return done() }
-                        powerCycle(adapter, triesLeft: 2, done: done)
-                    }
-                }
-            }
+            reset(adapter)
         case .forget(let id, let address):
             guard let adapter = core.adapter,
                 let device = client.tree.device(address: address, on: adapter.path)
@@ -390,23 +390,31 @@ public final class CentralDriver: @unchecked Sendable {
         }
     }
 
-    /// Powers the adapter off and on (`resetAdapter`), then `done`. Each
-    /// step may be refused once (powering off while the controller still
-    /// answers a cancelled connection attempt) and is tried once more.
-    private func powerCycle(_ adapter: ObjectPath, on: Bool = false, triesLeft: Int, done: @escaping @Sendable () -> Void) {
-        client.perform(.setPowered(adapter: adapter, on)) { [self] result in
-            switch result {
-            case .success where !on:
-                powerCycle(adapter, on: true, triesLeft: 2, done: done)
-            case .success:
-                done()
-            case .failure where triesLeft > 1:
-                powerCycle(adapter, on: on, triesLeft: triesLeft - 1, done: done)
-            case .failure(let error):
-                apply { $0.adapterResetFailed(adapter, error) }
-                done()
+    /// Powers the adapter off and on (`resetAdapter`, or a stalled discovery's).
+    private func reset(_ adapter: ObjectPath) {
+        counters.count(adapter) { $0.resets += 1 }
+        // Every link on it ended first, each answered: Linux 6.1 oopsed
+        // (hci_chan_del) when bluetoothd closed a socket whose link the
+        // power-off had already dropped. (No attempt goes out meanwhile:
+        // the gate holds them.) A cleanup: an exit meanwhile waits for
+        // the power-on rather than leave the adapter off.
+        let generation = resetGeneration
+        core.cleanup { [self] done in
+            connectedDevices(on: adapter) { [self] linked in
+                let devices = Set(linked + fleet.currentDevices.filter { $0.isDescendant(of: adapter) })
+                disconnectAll(Array(devices)) { [self] in
+                    // bluetoothd went meanwhile: the reset is moot (its adapter comes back afresh).
+                    guard generation == resetGeneration else { return done() }
+                    powerCycle(adapter, triesLeft: 2, failed: { [self] error in apply { $0.adapterResetFailed(adapter, error) } }, done: done)
+                }
             }
         }
+    }
+
+    /// The devices BlueZ heard before discovery went on (see `Discovery.start`):
+    /// sightings, but not heard now.
+    private func heardBefore(_ heard: [Sighting]) {
+        for sighting in heard { apply { $0.deviceSighted(sighting, live: false) } }
     }
 
     /// Our pairing agent, exported and registered once (bluetoothd asks the

@@ -72,6 +72,16 @@ final class PoolAdapters: @unchecked Sendable {
         }
     }
 
+    /// Discovery off and on on one adapter of the pool; false if it is not on there.
+    func restartDiscovery(
+        on adapter: ObjectPath, onStarted: @escaping @Sendable ([Sighting]) -> Void, onFailure: @escaping @Sendable (BlueZError) -> Void
+    ) -> Bool {
+        guard let discovery = discoveries[adapter], discovery.isOn else { return false }
+        discovery.stop()
+        discovery.start(on: adapter, onStarted: onStarted, onFailure: onFailure)
+        return true
+    }
+
     /// Discovery off on every adapter it was started on; `done` runs for each answer (see `DriverCore.cleanup`).
     func stopDiscovery(_ cleanup: ((@escaping @Sendable () -> Void) -> Void) -> Void) {
         for discovery in discoveries.values where discovery.isOn {

@@ -16,6 +16,8 @@ extension BirdFleet {
         /// `--all` with several adapters: a bird new to the fleet has been
         /// listened to long enough for every adapter to hear it (see `AdapterPool`).
         case listen(String)
+        /// `--all`: a window of the discovery watchdog ended (see `DiscoveryWatchdog`).
+        case discoveryWatch
     }
 
     /// What the driver must do, in order.
@@ -47,6 +49,13 @@ extension BirdFleet {
         /// `all`: power the adapter off and on, to unstick its connect path
         /// (see `LinkScheduler.deadlinePassed`); a failure goes to `adapterResetFailed`.
         case resetAdapter(ObjectPath)
+        /// `all`: discovery off and on on this adapter, which heard nothing
+        /// while a bird was looked for (see `DiscoveryWatchdog`); a failure
+        /// goes to `discoveryRestartFailed`.
+        case restartDiscovery(ObjectPath)
+        /// `all`: the adapter is still deaf after a restart: count the devices
+        /// BlueZ has connected on it (any program's), answered by `deafAdapterChecked`.
+        case checkDeafAdapter(ObjectPath, silentFor: Duration)
         case armTimer(Timer, Duration)
         case cancelTimer(Timer)
         case report(BirdCentral.Report)

@@ -20,6 +20,8 @@ extension BirdFleet {
         // The links of an adapter that went are gone with it (its
         // Connected=false may come after this, or never for a removed one).
         for adapter in lost {
+            // Removed (not only powered off): another controller may come under its name.
+            if !adapters.contains(where: { $0.path == adapter.path }) { watchdog?.forget(adapter.path) }
             for (id, central) in machines {
                 if let device = central.currentDevice, AdapterPool.adapter(of: device) == adapter.path, runs(id) {
                     actions += deviceDisconnected(device)

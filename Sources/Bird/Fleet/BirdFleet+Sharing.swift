@@ -32,7 +32,8 @@ extension BirdFleet {
         let address = address.uppercased()
         guard outcome == nil, sharing != nil, sharing?.granted.insert(address).inserted == true else { return [] }
         guard byAddress[address] == nil, let sighting = sharing?.heard.removeValue(forKey: address) else { return [] }
-        return deviceSighted(sighting)
+        // Heard before: no sign that the adapter hears now.
+        return deviceSighted(sighting, live: false)
     }
 
     /// Another gateway holds the bird now (or this one let it go): its

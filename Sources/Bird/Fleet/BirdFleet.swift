@@ -15,6 +15,10 @@ public struct BirdFleet: Sendable {
     /// unavailable.
     public static let defaultForgetAfter = Duration.seconds(600)
 
+    /// How long an adapter may hear no Bird while one is looked for before
+    /// its discovery is restarted (see `DiscoveryWatchdog`).
+    public static let defaultDiscoveryWatchdog = DiscoveryWatchdog.defaultWindow
+
     /// How many ticks of `forgetTick` make up `forgetAfter`: a bird is
     /// forgotten between 7/8 and 8/8 of that time after it was last heard.
     public static let ticksToForget = 8
@@ -66,11 +70,15 @@ public struct BirdFleet: Sendable {
     var pool: AdapterPool?
     /// `pool`: birds new to the fleet being listened to by every adapter (see `Timer.listen`).
     var listening: Set<String> = []
+    /// `all`: restarts discovery that hears nothing (nil: off).
+    var watchdog: DiscoveryWatchdog?
 
-    /// `seed`: for the random part of the gaps between connection attempts.
+    /// `seed`: for the random part of the gaps between connection attempts;
+    /// `discoveryWatchdog`: the window of `DiscoveryWatchdog` (nil: none).
     public init(
         _ configuration: BirdCentral.Configuration, all: Bool = false, forgetAfter: Duration? = nil,
-        links: LinkPolicy = LinkPolicy(), seed: UInt64 = 0, shared: Bool = false, pooled: Bool = false
+        links: LinkPolicy = LinkPolicy(), seed: UInt64 = 0, shared: Bool = false, pooled: Bool = false,
+        discoveryWatchdog: Duration? = nil
     ) {
         self.configuration = configuration
         self.all = all
@@ -78,6 +86,7 @@ public struct BirdFleet: Sendable {
         if all { scheduler = LinkScheduler(links, seed: seed) } else { add(configuration) }
         if all && shared { sharing = Sharing() }
         if all && pooled { pool = AdapterPool() }
+        if all, let discoveryWatchdog { watchdog = DiscoveryWatchdog(window: discoveryWatchdog) }
     }
 
     /// How many birds the fleet holds state for (machines, declined and waiting birds).
@@ -111,6 +120,7 @@ public struct BirdFleet: Sendable {
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard outcome == nil else { return [] }
         scheduler?.bluetoothGone()
+        watchdog?.forget()
         adapterLost(nil)
         // Several adapters: none is left; they are told again when bluetoothd is back.
         _ = pool?.update([])
@@ -126,6 +136,7 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func adapterRemoved(name: String) -> [Action] {
+        watchdog?.forget()
         adapterLost(nil)
         return everyMachine { $0.adapterRemoved(name: name) }
     }
@@ -159,6 +170,7 @@ public struct BirdFleet: Sendable {
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
             if let forgetAfter { actions.append(.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)) }
+            actions += firstDiscoveryWindow
         }
         everReady = true
         return actions
@@ -168,11 +180,16 @@ public struct BirdFleet: Sendable {
 
     /// A device was heard. With `all`, a Bird no machine follows gets one
     /// (unless it declined to be paired with lately); the sighting goes to
-    /// its bird's machine alone.
-    public mutating func deviceSighted(_ sighting: Sighting) -> [Action] {
+    /// its bird's machine alone. `live`: heard now, not found in BlueZ's
+    /// cache as discovery started (only what is heard now, with an RSSI,
+    /// shows the adapter hears, see `DiscoveryWatchdog`).
+    public mutating func deviceSighted(_ sighting: Sighting, live: Bool = true) -> [Action] {
         guard outcome == nil else { return [] }
         guard all else { return everyMachine { $0.deviceSighted(sighting) } }
-        guard sighting.matches(address: nil, minimumRSSI: configuration.minimumRSSI) else { return [] }
+        guard sighting.isBird else { return [] }
+        // An advertisement heard comes with its RSSI (BlueZ invalidates the RSSI as discovery stops: no sign).
+        if live, watchdog != nil, sighting.rssi != nil { watchdog!.heard(on: AdapterPool.adapter(of: sighting.device)) }
+        guard sighting.isHeard(atLeast: configuration.minimumRSSI) else { return [] }
         let address = sighting.address.uppercased()
         if let id = byAddress[address] {
             lastHeard[id] = tick
@@ -336,6 +353,8 @@ public struct BirdFleet: Sendable {
             return recheckLimits()
         case .listen(let address):
             return listened(address)
+        case .discoveryWatch:
+            return discoveryWindowEnded()
         }
     }
 

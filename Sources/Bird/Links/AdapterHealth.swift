@@ -19,6 +19,11 @@ public struct AdapterHealth: Hashable, Sendable {
     public var advertisements = 0
     /// Times discovery was started on it (the first, and each after an outage).
     public var discoveryStarts = 0
+    /// Times its discovery was restarted because it heard no Bird while one
+    /// was looked for (see `DiscoveryWatchdog`), and times it was still deaf
+    /// after a restart (each then either restarted again or powered off and on).
+    public var discoveryRestarts = 0
+    public var discoveryStalls = 0
     /// Times it was powered off and on because nothing came through it.
     public var resets = 0
 

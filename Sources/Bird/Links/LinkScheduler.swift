@@ -280,6 +280,15 @@ struct LinkScheduler: Sendable {
         return true
     }
 
+    /// The adapter is powered off and on for another reason (its discovery
+    /// hears nothing, see `DiscoveryWatchdog`): as for a stuck connect path,
+    /// no attempt goes out on it until it is back, and its learned limit
+    /// stays. False if it is being reset already.
+    mutating func resetting(_ adapter: ObjectPath) -> Bool { resetting.insert(adapter).inserted }
+
+    /// Whether the adapter is being powered off and on.
+    func isResetting(_ adapter: ObjectPath) -> Bool { resetting.contains(adapter) }
+
     /// The adapter could not be powered off and on: it is not being reset.
     mutating func resetFailed(_ adapter: ObjectPath) { resetting.remove(adapter) }
 

@@ -180,6 +180,11 @@ extension BirdCentral {
         /// connect path is stuck, and it is powered off and on; `failure`:
         /// that could not be done.
         case adapterReset(adapter: String, failure: BlueZError?)
+        /// `watch --all`: the adapter (by name) heard no Bird for `silentFor`
+        /// while a bird was looked for (see `DiscoveryWatchdog`): its discovery
+        /// is restarted; `stalled`: it heard nothing after a restart either,
+        /// and `powerCycle` says whether it is powered off and on (it holds no link).
+        case discoveryDeaf(adapter: String, silentFor: Duration, stalled: Bool, powerCycle: Bool)
         /// A held bird went quiet (nothing heard for several of its usual gaps
         /// between notifications), and what its probe read found.
         case quiet(Peripheral, QuietProbe)

@@ -51,9 +51,13 @@ public struct Sighting: Hashable, Sendable {
     public func matches(address wanted: String?, minimumRSSI: Int?) -> Bool {
         guard isBird else { return false }
         if let wanted, wanted.uppercased() != address.uppercased() { return false }
-        if let minimumRSSI {
-            guard let rssi, Int(rssi) >= minimumRSSI else { return false }
-        }
-        return true
+        return isHeard(atLeast: minimumRSSI)
+    }
+
+    /// Whether it was heard at least this strong (nil: any).
+    public func isHeard(atLeast minimumRSSI: Int?) -> Bool {
+        guard let minimumRSSI else { return true }
+        guard let rssi else { return false }
+        return Int(rssi) >= minimumRSSI
     }
 }

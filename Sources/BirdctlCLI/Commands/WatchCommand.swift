@@ -47,7 +47,7 @@ enum WatchCommand {
             when its holder dies (docs/fleet.md).
             """,
         options: [
-            .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .quietAfter, .count, .duration, .noReconnect,
+            .all, .forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .quietAfter, .discoveryWatchdog, .count, .duration, .noReconnect,
             .notifyMethod,
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapters, .powerOn, .json, .verbose,
@@ -71,7 +71,7 @@ enum WatchCommand {
         configuration.duration = arguments.seconds(.duration)
         configuration.quietAfter = arguments.integer(.quietAfter)
 
-        if !all, let given = [Option.forgetAfter, .hold, .poll, .policy, .pollInterval, .links].first(where: { arguments.value($0) != nil }) {
+        if !all, let given = [Option.forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .discoveryWatchdog].first(where: { arguments.value($0) != nil }) {
             throw UsageError("\(given.name) goes with --all")
         }
         let links = LinkPolicy(
@@ -96,7 +96,8 @@ enum WatchCommand {
                 session,
                 BirdFleet(
                     configuration, all: all, forgetAfter: common.forgetAfter, links: links, seed: UInt64.random(in: .min ... .max),
-                    shared: gatewayOptions?.fleet != nil, pooled: common.adapterPool),
+                    shared: gatewayOptions?.fleet != nil, pooled: common.adapterPool,
+                    discoveryWatchdog: arguments.seconds(.discoveryWatchdog)),
                 onReport: { report in
                     // The command is ending: what comes now (a notification socket's
                     // last datagrams, calls failing) is neither printed nor published.

@@ -161,6 +161,13 @@ struct ReportFormatter {
             object.add("ok", .bool(failure == nil))
             if let failure { object.add("message", "could not power \(adapter) off and on: \(failure)") }
             return object.rendered
+        case .discoveryDeaf(let adapter, let silentFor, let stalled, let powerCycle):
+            var object = event("discovery-deaf", nil)
+            object.add("adapter", adapter)
+            object.add("silent_s", .integer(Int(silentFor.components.seconds)))
+            object.add("stalled", .bool(stalled))
+            object.add("action", powerCycle ? "power-cycle" : "restart")
+            return object.rendered
         case .quiet(let p, let probe):
             return quietLine(p, probe)
         case .pairing(let p):
@@ -202,6 +209,10 @@ struct ReportFormatter {
         case .adapterReset(let adapter, nil):
             "no connection comes through \(adapter) (connect deadlines in a row, fewer links up than it held): powering it off and on"
         case .adapterReset(let adapter, let failure?): "could not power \(adapter) off and on: \(explained(failure))"
+        case .discoveryDeaf(let adapter, let silentFor, let stalled, let powerCycle):
+            "\(adapter) heard no Bird for \(silentFor.components.seconds) s while one is looked for"
+                + (stalled ? ", restarting its discovery did not help" : "")
+                + (powerCycle ? ": powering it off and on" : ": restarting its discovery")
         case .quiet(let p, let probe): quietText(p, probe)
         case .pairing(let p): "pairing with \(label(p))"
         case .paired(let p): "paired with \(label(p))"

@@ -1,0 +1,68 @@
+import BlueZ
+import DBus
+
+/// `watch --all` and discovery that hears nothing: the fleet's side of
+/// `DiscoveryWatchdog`.
+extension BirdFleet {
+    /// The adapters whose discovery the fleet keeps on now.
+    var discoveringAdapters: [ObjectPath] {
+        guard discovering else { return [] }
+        if let pool { return pool.usable.map(\.path) }
+        return adapter.flatMap { $0.powered ? [$0.path] : nil } ?? []
+    }
+
+    /// A window of the watchdog ended: each deaf adapter has its discovery
+    /// restarted, or, stalled, its connected devices counted (answered by
+    /// `deafAdapterChecked`). One being powered off and on already is left alone.
+    mutating func discoveryWindowEnded() -> [Action] {
+        guard var watchdog, outcome == nil else { return [] }
+        let deaf = watchdog.windowEnded(
+            discovering: discoveringAdapters, lookingFor: machines.contains { $0.central.isScanning || $0.central.isFinding })
+        self.watchdog = watchdog
+        var actions: [Action] = []
+        for deafness in deaf where scheduler?.isResetting(deafness.adapter) != true {
+            switch deafness.step {
+            case .restart:
+                actions += discoveryRestarted(deafness.adapter, silentFor: deafness.silentFor, stalled: false)
+            case .stalled:
+                actions.append(.checkDeafAdapter(deafness.adapter, silentFor: deafness.silentFor))
+            }
+        }
+        return actions + [.armTimer(.discoveryWatch, watchdog.window)]
+    }
+
+    /// A stalled adapter has `connected` devices connected on it (any
+    /// program's, as BlueZ counts them): with none it is powered off and on,
+    /// as a wedged one is (no attempt meanwhile, its learned limit kept);
+    /// else its discovery is restarted again.
+    public mutating func deafAdapterChecked(_ adapter: ObjectPath, silentFor: Duration, connected: Int) -> [Action] {
+        guard outcome == nil, var scheduler else { return [] }
+        guard connected == 0 else { return discoveryRestarted(adapter, silentFor: silentFor, stalled: true) }
+        // Being reset meanwhile: that power cycle will do.
+        guard scheduler.resetting(adapter) else { return [] }
+        self.scheduler = scheduler
+        return [
+            .report(.discoveryDeaf(adapter: AdapterPool.name(ofAdapter: adapter), silentFor: silentFor, stalled: true, powerCycle: true)),
+            .resetAdapter(adapter),
+        ]
+    }
+
+    /// Discovery could not be restarted on the adapter: said; the next
+    /// window tries again (or powers it off and on).
+    public mutating func discoveryRestartFailed(_ adapter: ObjectPath, _ error: BlueZError) -> [Action] {
+        guard outcome == nil else { return [] }
+        return [.report(.waiting("could not restart discovery on \(AdapterPool.name(ofAdapter: adapter)): \(error)"))]
+    }
+
+    private func discoveryRestarted(_ adapter: ObjectPath, silentFor: Duration, stalled: Bool) -> [Action] {
+        [
+            .report(.discoveryDeaf(adapter: AdapterPool.name(ofAdapter: adapter), silentFor: silentFor, stalled: stalled, powerCycle: false)),
+            .restartDiscovery(adapter),
+        ]
+    }
+
+    /// The first window, when discovery first goes on.
+    var firstDiscoveryWindow: [Action] {
+        watchdog.map { [.armTimer(.discoveryWatch, $0.window)] } ?? []
+    }
+}
