@@ -312,6 +312,7 @@ test-vm: deps-vm release deb
 	    || failed="$$failed $$p"; \
 	done; \
 	for p in $(VM_PLATFORMS); do cat .build/vm/results-$$p/summary 2>/dev/null || echo "vm $$p: no summary"; done; \
+	for p in $$failed; do grep -a '^\[[a-z]*\] FAIL ' .build/vm/results-$$p/console.log | cut -c1-2000; done; \
 	[ -z "$$failed" ] || { echo "test-vm: failed on$$failed" >&2; exit 1; }
 
 # Link loss again and again (outside make test: about ten minutes).

@@ -174,11 +174,11 @@ struct AdapterPoolTests {
     @Test func anAdapterWhoseConnectsNeverCompleteIsWedged() {
         var fleet = BirdFleet.pool()
         #expect(connects(fleet.hear(1, [0: -70, 1: -50])) == [path(1, on: 1)])
-        let once = fleet.connectDeadlinePassed(0, connectedDevices: [], adapter: "hci1") + fleet.timerFired(.connectGap)
+        let once = fleet.deadlinePassed(0, up: [], adapter: "hci1") + fleet.timerFired(.connectGap)
         #expect(connects(once) == [path(1, on: 0)])
         _ = fleet.linkUp(1, path(1, on: 0))
         #expect(connects(fleet.hear(2, [0: -70, 1: -50])) == [path(2, on: 1)])
-        let twice = fleet.connectDeadlinePassed(2, connectedDevices: [], adapter: "hci1")
+        let twice = fleet.deadlinePassed(2, up: [], adapter: "hci1")
             + fleet.timerFired(.connectGap)
         #expect(connects(twice) == [path(2, on: 0)])
         _ = fleet.linkUp(3, path(2, on: 0))
@@ -192,17 +192,17 @@ struct AdapterPoolTests {
         _ = fleet.hear(1, [0: -70, 1: -50])
         _ = fleet.linkUp(0, path(1, on: 1))
         #expect(connects(fleet.hear(2, [0: -90, 1: -50])) == [path(2, on: 1)])
-        let first = fleet.connectDeadlinePassed(1, connectedDevices: [path(1, on: 1)], adapter: "hci1")
+        let first = fleet.deadlinePassed(1, up: [path(1, on: 1)], adapter: "hci1")
         #expect(!reports(first).contains { if case .links = $0 { true } else { false } }, "one deadline is no proof")
         // Bird 2 tries hci0; bird 3, louder on hci1, still goes there, and is refused too.
         #expect(connects(first + fleet.timerFired(.connectGap)) == [path(2, on: 0)])
         _ = fleet.linkUp(2, path(2, on: 0))
         #expect(connects(fleet.hear(3, [0: -90, 1: -40])) == [path(3, on: 1)])
-        let second = fleet.connectDeadlinePassed(3, connectedDevices: [path(1, on: 1)], adapter: "hci1")
+        let second = fleet.deadlinePassed(3, up: [path(1, on: 1)], adapter: "hci1")
         #expect(reports(second).contains(.links(adapter: "hci1", used: 1, limit: 1, learned: true)))
         // hci1 is full now: bird 3 goes through hci0, and so does bird 4.
         #expect(connects(second + fleet.timerFired(.connectGap)) == [path(3, on: 0)])
-        _ = fleet.linkUp(4, path(3, on: 0))
+        _ = fleet.linkUp(5, path(3, on: 0))  // bird 3's second machine
         #expect(connects(fleet.hear(4, [0: -90, 1: -40])) == [path(4, on: 0)])
     }
 

@@ -280,7 +280,7 @@ struct BirdFleetTests {
         _ = fleet.deviceSighted(birdSighting)
         _ = fleet.connectReplied(0, .failure(BlueZError(.failed, message: "le-connection-abort-by-remote")))
         _ = fleet.deviceSighted(birdSighting)  // machine 1, connecting
-        _ = fleet.timerFired(.machine(1, .connect))  // not connected: scanning for it
+        _ = fleet.deadlinePassed(1, up: [])  // not connected: scanning for it
         for _ in 0..<(3 * BirdFleet.ticksToForget) {
             _ = fleet.deviceSighted(birdSighting)
             #expect(reports(fleet.timerFired(.forgetTick)).isEmpty)

@@ -79,7 +79,10 @@ struct DiscoveryWatchdogTests {
         #expect(fleet.windowEnds() == .nothing)
         let heard = fleet.deviceSighted(bird(1).sighting) + fleet.timerFired(.connectGap)
         #expect(!heard.contains { if case .connect = $0 { true } else { false } }, "\(heard)")
+        // Powered off, bluetoothd answers the Connect still out (the gate holds every other until then).
         _ = fleet.adapterPoweredOff(AdapterChoice(path: adapter.path, name: "hci0", powered: false))
+        let attempt = cached.lazy.compactMap { if case .connect(let id, _) = $0 { id } else { nil } }.first
+        if let attempt { _ = fleet.connectReplied(attempt, .failure(BlueZError(.failed, message: "le-connection-abort-by-local"))) }
         let back = fleet.bluetoothReady(adapter: adapter, requested: nil) + fleet.deviceSighted(bird(1).sighting)
             + fleet.timerFired(.connectGap)
         #expect(back.contains { if case .connect(_, bird(1).path) = $0 { true } else { false } }, "\(back)")

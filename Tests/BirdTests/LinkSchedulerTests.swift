@@ -46,11 +46,11 @@ private extension BirdFleet {
     /// id + 1) and never connects again: the second deadline's actions.
     mutating func refusedTwice(_ n: Int, id: MachineID, up: [Int]) -> [Action] {
         let devices = up.map { bird($0).path }
-        let first = connectDeadlinePassed(id, connectedDevices: devices, adapter: "hci0")
+        let first = deadlinePassed(id, up: devices)
         #expect(first.contains(.report(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: devices.count)))))
         #expect(!first.contains { if case .report(.links) = $0 { true } else { false } }, "one deadline is no proof")
         #expect(connects(first + timerFired(.connectGap)) == [bird(n).path], "another chance at once")
-        return connectDeadlinePassed(id + 1, connectedDevices: devices, adapter: "hci0")
+        return deadlinePassed(id + 1, up: devices)
     }
 }
 
@@ -90,7 +90,7 @@ struct LinkSchedulerTests {
         var fleet = BirdFleet.threeLinkedAndAFourthOut()
         // Bird 5 is heard meanwhile: it waits for bird 4's turn to end.
         #expect(connects(fleet.deviceSighted(bird(5).sighting)) == [])
-        let first = fleet.connectDeadlinePassed(3, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let first = fleet.deadlinePassed(3, up: [1, 2, 3].map { bird($0).path })
         #expect(connects(first) == [bird(5).path])
         // Bird 5 connects with three links up: a fourth is possible. Its link
         // is lost again before bird 4 (gone) is let through once more.
@@ -100,7 +100,7 @@ struct LinkSchedulerTests {
         #expect(connects(fleet.timerFired(.connectGap)) == [bird(4).path])
         // Refused again at three: a first strike again (bird 5's connection
         // cleared the one before), no limit.
-        let second = fleet.connectDeadlinePassed(5, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let second = fleet.deadlinePassed(5, up: [1, 2, 3].map { bird($0).path })
         #expect(!reports(second).contains { if case .links = $0 { true } else { false } }, "\(reports(second))")
     }
 
@@ -111,10 +111,10 @@ struct LinkSchedulerTests {
         // Bird 1's link is lost meanwhile, and it is heard again.
         _ = fleet.deviceDisconnected(bird(1).path)
         _ = fleet.deviceSighted(bird(1).sighting)
-        let first = fleet.connectDeadlinePassed(3, connectedDevices: [2, 3].map { bird($0).path }, adapter: "hci0")
+        let first = fleet.deadlinePassed(3, up: [2, 3].map { bird($0).path })
         #expect(connects(first + fleet.timerFired(.connectGap)) == [bird(1).path])
         #expect(connects(fleet.connectReplied(0, .success(())) + fleet.timerFired(.connectGap)) == [bird(4).path])
-        let second = fleet.connectDeadlinePassed(4, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let second = fleet.deadlinePassed(4, up: [1, 2, 3].map { bird($0).path })
         #expect(reports(second).contains(.links(adapter: "hci0", used: 3, limit: 3, learned: true)), "\(reports(second))")
     }
 
@@ -162,7 +162,7 @@ struct LinkSchedulerTests {
         // Bird 4 waits at the limit (held birds are never dropped); the check lets it try once.
         #expect(connects(fleet.timerFired(.connectGap)) == [])
         #expect(connects(fleet.timerFired(.limitRecheck)) == [bird(4).path])
-        let failed = fleet.connectDeadlinePassed(5, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let failed = fleet.deadlinePassed(5, up: [1, 2, 3].map { bird($0).path })
         #expect(!reports(failed).contains { if case .links = $0 { true } else { false } }, "\(reports(failed))")
         #expect(connects(failed + fleet.timerFired(.connectGap)) == [], "the limit holds again")
     }
@@ -182,7 +182,8 @@ struct LinkSchedulerTests {
         // Four birds heard again: each let through in turn, the fourth too
         // (with the old limit it would wait while three links are up).
         var connected: [ObjectPath] = []
-        for (n, id) in [(1, 0), (2, 1), (4, 3)] { connected += connects(fleet.stream(n, id: id)) }
+        // (Bird 4's machine is the third made for it: two gave up at the deadlines.)
+        for (n, id) in [(1, 0), (2, 1), (4, 6)] { connected += connects(fleet.stream(n, id: id)) }
         connected += connects(fleet.deviceSighted(bird(5).sighting) + fleet.timerFired(.connectGap))
         #expect(Set(connected) == Set([1, 2, 4, 5].map { bird($0).path }), "\(connected)")
     }
@@ -199,7 +200,7 @@ struct LinkSchedulerTests {
         // Bird 3 is polled from now on; once its link is down, bird 4 (machine 6) goes.
         _ = fleet.timerFired(.connectGap)
         #expect(connects(fleet.deviceDisconnected(bird(3).path) + fleet.timerFired(.connectGap)) == [bird(4).path])
-        let stuck = fleet.connectDeadlinePassed(6, connectedDevices: [bird(1).path, bird(2).path], adapter: "hci0")
+        let stuck = fleet.deadlinePassed(6, up: [bird(1).path, bird(2).path])
         #expect(!reports(stuck).contains { if case .links = $0 { true } else { false } }, "no lower limit: \(reports(stuck))")
         #expect(reports(stuck).contains(.adapterReset(adapter: "hci0", failure: nil)))
         let undo = stuck.firstIndex(of: .disconnect(bird(4).path)), reset = stuck.firstIndex(of: .resetAdapter(adapter.path))
@@ -225,7 +226,7 @@ struct LinkSchedulerTests {
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
         #expect(connects(fleet.deviceSighted(bird(1).sighting) + fleet.timerFired(.connectGap)) == [bird(1).path])
         _ = fleet.deviceSighted(bird(2).sighting)
-        let first = fleet.connectDeadlinePassed(0, connectedDevices: [], adapter: "hci0")
+        let first = fleet.deadlinePassed(0, up: [])
         #expect(!first.contains(.resetAdapter(adapter.path)), "one deadline is a bird gone: \(first)")
         #expect(connects(first + fleet.timerFired(.connectGap)) == [bird(2).path])
         // Bird 2 connects: the adapter works; bird 3's deadline is a first again.
@@ -234,21 +235,21 @@ struct LinkSchedulerTests {
         _ = fleet.deviceDisconnected(bird(2).path)
         #expect(connects(fleet.deviceSighted(bird(3).sighting) + fleet.timerFired(.connectGap)) == [bird(3).path])
         _ = fleet.deviceSighted(bird(4).sighting)
-        let third = fleet.connectDeadlinePassed(2, connectedDevices: [], adapter: "hci0")
+        let third = fleet.deadlinePassed(2, up: [])
         #expect(!third.contains(.resetAdapter(adapter.path)), "\(third)")
         // Bird 4's deadline right after: nothing comes through.
         #expect(connects(third + fleet.timerFired(.connectGap)) == [bird(4).path])
-        let fourth = fleet.connectDeadlinePassed(3, connectedDevices: [], adapter: "hci0")
+        let fourth = fleet.deadlinePassed(3, up: [])
         #expect(fourth.contains(.resetAdapter(adapter.path)), "\(fourth)")
         let refused = BlueZError(.notReady, name: "org.bluez.Error.NotReady", message: "Resource Not Ready")
         #expect(fleet.adapterResetFailed(adapter.path, refused) == [.report(.adapterReset(adapter: "hci0", failure: refused))])
     }
 
     /// One attempt out at a time: the next Connect waits for the last one's
-    /// answer (or deadline), not only for the gap, so that its deadline runs
-    /// while its Connect is out — not while it waits behind one that hangs
-    /// (the soak after a bluetoothd restart: deadlines ran out unsent and
-    /// taught a limit of 1).
+    /// answer, not only for the gap or its deadline, so that its own deadline
+    /// runs while its Connect is out — not while it waits behind one that
+    /// hangs (deadlines that ran out unsent taught a limit of 1). The answer
+    /// to an attempt given up at its deadline is nobody's.
     @Test func theNextAttemptWaitsForTheLastOnesAnswer() {
         // A limit given, so that the deadline below teaches none.
         var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(otherBirds: .held, links: 5))
@@ -262,12 +263,39 @@ struct LinkSchedulerTests {
         #expect(connects(heard + fleet.timerFired(.connectGap)) == [bird(1).path])
         // Bird 1's Connect is out: the gap passes, the others wait.
         #expect(connects(fleet.timerFired(.connectGap)) == [])
-        // Its deadline passes (never answered): bird 2 goes, then waits in turn.
+        // Its deadline passes: it is given up (its Disconnect), bird 2 still waits.
         let deadline = fleet.connectDeadlinePassed(0, connectedDevices: [], adapter: "hci0")
-        #expect(connects(deadline + fleet.timerFired(.connectGap)) == [bird(2).path], "\(deadline)")
+        #expect(deadline.contains(.disconnect(bird(1).path)), "\(deadline)")
+        #expect(connects(deadline + fleet.timerFired(.connectGap)) == [])
+        // The Connect given up is answered (a late success would be nobody's): bird 2 goes.
+        #expect(!fleet.awaitsConnect(0, bird(1).path))
+        let late = fleet.connectReplied(0, .success(()))
+        #expect(!late.contains(.report(.connected(BirdCentral.Peripheral(path: bird(1).path, address: bird(1).address, name: "Bird1")))))
+        #expect(connects(late + fleet.timerFired(.connectGap)) == [bird(2).path], "\(late)")
+        #expect(fleet.awaitsConnect(1, bird(2).path))
         #expect(connects(fleet.timerFired(.connectGap)) == [])
         // Answered: bird 3 goes.
         #expect(connects(fleet.connectReplied(1, .success(())) + fleet.timerFired(.connectGap)) == [bird(3).path])
+    }
+
+    /// A machine whose link came up (services resolved) before its Connect
+    /// was answered, and went again, asks to connect anew: the answer to the
+    /// first Connect, when it comes, is nobody's — it neither reports a link
+    /// nor takes the new attempt's place — and the new attempt goes, with
+    /// its deadline.
+    @Test func anAnswerToAnAttemptAskedAgainIsNobodys() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(otherBirds: .held, links: 1))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        let one = bird(1)
+        #expect(connects(fleet.deviceSighted(one.sighting) + fleet.timerFired(.connectGap)) == [one.path])
+        _ = fleet.servicesResolved(device: one.path, characteristics: [.alpha: one.alpha])
+        _ = fleet.deviceDisconnected(one.path)
+        #expect(connects(fleet.deviceSighted(one.sighting) + fleet.timerFired(.connectGap)) == [])
+        let late = fleet.connectReplied(0, .success(()))
+        #expect(!late.contains { if case .report(.connected) = $0 { true } else { false } }, "\(late)")
+        let next = late + fleet.timerFired(.connectGap)
+        #expect(connects(next) == [one.path], "\(next)")
+        #expect(next.contains(.armTimer(.machine(0, .connect), watchAlpha.connectTimeout)), "\(next)")
     }
 
     /// A polled bird: connect, read, disconnect, rest, again — never subscribed.
@@ -304,10 +332,10 @@ struct LinkSchedulerTests {
         #expect(fleet.stream(3, id: 2).contains(.disconnect(bird(3).path)), "polled: read and let go")
         #expect(connects(fleet.deviceSighted(bird(4).sighting) + fleet.timerFired(.connectGap)) == [bird(4).path])
         // Refused once, let through again while bird 3's link is still going down.
-        let first = fleet.connectDeadlinePassed(3, connectedDevices: [1, 2, 3].map { bird($0).path }, adapter: "hci0")
+        let first = fleet.deadlinePassed(3, up: [1, 2, 3].map { bird($0).path })
         #expect(connects(first + fleet.timerFired(.connectGap)) == [bird(4).path])
         _ = fleet.deviceDisconnected(bird(3).path)
-        let deadline = fleet.connectDeadlinePassed(4, connectedDevices: [bird(1).path, bird(2).path], adapter: "hci0")
+        let deadline = fleet.deadlinePassed(4, up: [bird(1).path, bird(2).path])
         #expect(reports(deadline).contains(.links(adapter: "hci0", used: 2, limit: 3, learned: true)), "\(reports(deadline))")
     }
 

@@ -70,3 +70,12 @@ struct Machine {
         return m
     }
 }
+
+extension BirdFleet {
+    /// Machine `id`'s connect deadline passed with `up` connected on the
+    /// adapter, and the Connect it gave up was answered, as bluetoothd answers
+    /// one the deadline's Disconnect cancelled: the gate lets the next through.
+    mutating func deadlinePassed(_ id: MachineID, up: [ObjectPath], adapter: String = "hci0") -> [Action] {
+        connectDeadlinePassed(id, connectedDevices: up, adapter: adapter) + connectReplied(id, .failure(transient))
+    }
+}

@@ -3,8 +3,8 @@ import DBus
 
 /// Runs a `BirdFleet` against BlueZ: turns BlueZ events into the fleet's
 /// events, performs the actions it returns, keeps its timers on the
-/// connection's loop. It decides nothing the fleet can decide; what it keeps is
-/// I/O bookkeeping: one Connect at a time, links that were up before ours.
+/// connection's loop. It decides nothing the fleet can decide (which Connect
+/// goes when, whose reply it is, which link is ours to undo: `ConnectGate`).
 ///
 /// Loop-confined; `start` and `stop` may be called from anywhere.
 public final class CentralDriver: @unchecked Sendable {
@@ -26,14 +26,6 @@ public final class CentralDriver: @unchecked Sendable {
     // Loop-confined state.
     private var fleet: BirdFleet
     private var timers: [BirdFleet.Timer: EventLoop.TimerID] = [:]
-    private var connectQueue: [(machine: BirdFleet.MachineID, device: ObjectPath)] = []
-    private var connectInFlight = false
-    /// The device of the Connect in flight, until its machine gives it up (it
-    /// disconnects the device): the reply then belongs to nobody. A machine
-    /// that connects again must not take the old attempt's reply for its own.
-    private var connectOwned: ObjectPath?
-    /// Devices that were connected before our Connect: not ours to disconnect.
-    private var borrowedLinks: Set<ObjectPath> = []
     /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
     private var linkMTUs: [ObjectPath: Int] = [:]
     /// What was tried through each adapter (`adapterHealth`).
@@ -316,20 +308,19 @@ public final class CentralDriver: @unchecked Sendable {
             if let pool { return pool.stopDiscovery(core.cleanup) }
             core.cleanup { done in discovery.stop(done: done) }
         case .connect(let id, let device):
-            connectQueue.append((id, device))
             // Connect once a StopDiscovery just asked for is answered, as a
             // person does with bluetoothctl (scan off, then connect): a Connect
             // sent while the kernel is still stopping discovery was seen to
             // wait for a scan that never came back on (the VM tier, kernel 6.1).
-            if let pool { return pool.afterPending(on: device) { [self] in connectNext() } }
-            discovery.afterPending { [self] in connectNext() }
+            if let pool { return pool.afterPending(on: device) { [self] in connect(id, device) } }
+            discovery.afterPending { [self] in connect(id, device) }
         case .disconnect(let device):
-            connectQueue.removeAll { $0.device == device }
-            if connectOwned == device { connectOwned = nil }
-            // A link that was up before we connected belongs to someone else
-            // (another birdctl, bluetoothctl): leave it up.
-            guard borrowedLinks.remove(device) == nil else { return }
             core.cleanup { done in client.perform(.disconnect(device: device)) { _ in done() } }
+        case .countLinks(let id, let adapter):
+            counters.connectFailed(adapter, "timeout")
+            connectedDevices(on: adapter) { [self] links in
+                apply { $0.connectDeadlinePassed(id, connectedDevices: links, adapter: AdapterPool.name(ofAdapter: adapter)) }
+            }
         case .read(let id, let field, let characteristic):
             client.perform(.readValue(characteristic: characteristic)) { [self] result in
                 apply { $0.readCompleted(id, field, result) }
@@ -446,50 +437,30 @@ public final class CentralDriver: @unchecked Sendable {
             cancel: person.cancel)
     }
 
-    /// One Connect at a time: an LE controller creates one connection at a
-    /// time, and bluetoothd 5.66 was seen to die on two concurrent ones
-    /// (`watch --all` in the VM tier). Later ones wait, inside their deadline.
-    private func connectNext() {
-        guard !connectInFlight, !connectQueue.isEmpty, !core.isFinished else { return }
-        let (id, device) = connectQueue.removeFirst()
-        guard fleet.runs(id) else { return connectNext() }
-        connectInFlight = true
-        connectOwned = device
-        if client.tree.device(device)?.connected == true { borrowedLinks.insert(device) }
+    /// Sends machine `id`'s Connect (the gate let it through), unless the
+    /// machine gave it up while discovery was being stopped.
+    private func connect(_ id: BirdFleet.MachineID, _ device: ObjectPath) {
+        guard !core.isFinished else { return }
+        guard fleet.awaitsConnect(id, device) else {
+            return apply { $0.connectReplied(id, .failure(BlueZError(.other, message: "not sent: given up"))) }
+        }
+        let alreadyConnected = client.tree.device(device)?.connected == true
         let timeout = fleet.configuration.connectTimeout + .seconds(1)
         let adapter = AdapterPool.adapter(of: device)
         counters.count(adapter) { $0.connectAttempts += 1 }
         client.perform(.connect(device: device, timeout: timeout)) { [self] result in
-            connectInFlight = false
-            // A reply after the deadline (which counted it) belongs to nobody.
-            guard connectOwned == device else { return connectNext() }
-            if case .failure(let error) = result { counters.connectFailed(adapter, error.kind.label) }
-            connectOwned = nil
-            apply { $0.connectReplied(id, result) }
+            // A reply after the deadline (which counted it) is nobody's.
+            let taken = fleet.awaitsConnect(id, device)
+            if taken, case .failure(let error) = result { counters.connectFailed(adapter, error.kind.label) }
+            apply { $0.connectReplied(id, result, alreadyConnected: alreadyConnected) }
             // ServicesResolved may already be true (cached GATT): no change event will come.
-            if case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
-            connectNext()
+            if taken, case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
         }
     }
 
     private func timerFired(_ timer: BirdFleet.Timer) {
         guard !core.isFinished else { return }
-        // A connect deadline is told how many links the adapter holds: the
-        // controller may be at its limit (which Linux does not report).
-        guard case .machine(let id, .connect) = timer, fleet.runs(id), let adapter = connectingAdapter(id) else {
-            return apply { $0.timerFired(timer) }
-        }
-        counters.connectFailed(adapter.path, "timeout")
-        connectedDevices(on: adapter.path) { [self] links in
-            apply { $0.connectDeadlinePassed(id, connectedDevices: links, adapter: adapter.name) }
-        }
-    }
-
-    /// The adapter machine `id` connects through: the chosen one, or with
-    /// several the one its device lies under.
-    private func connectingAdapter(_ id: BirdFleet.MachineID) -> AdapterChoice? {
-        guard let pool, let path = fleet.machineDevice(id)?.parent else { return core.adapter }
-        return pool.members.first { $0.path == path } ?? core.adapter
+        apply { $0.timerFired(timer) }
     }
 
     private func cancelTimer(_ timer: BirdFleet.Timer) {

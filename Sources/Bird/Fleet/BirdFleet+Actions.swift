@@ -30,6 +30,9 @@ extension BirdFleet {
         case connect(MachineID, ObjectPath)
         /// Disconnect, or cancel a connection still being made.
         case disconnect(ObjectPath)
+        /// A connect deadline passed: count it a timeout of the adapter and
+        /// find the devices connected on it; answered by `connectDeadlinePassed`.
+        case countLinks(MachineID, ObjectPath)
         case read(MachineID, BirdField, ObjectPath)
         case write(MachineID, ObjectPath, [UInt8])
         case startNotify(MachineID, BirdField, ObjectPath)

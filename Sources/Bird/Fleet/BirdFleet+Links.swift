@@ -10,7 +10,7 @@ extension BirdFleet {
     /// connecting, but not those whose Connect still waits at the gate.
     public var linksUp: Int {
         linked.count + machines.count {
-            $0.central.isFinding && !linked.contains($0.central.currentDevice ?? "/") && !(scheduler?.isWaiting($0.id) ?? false)
+            $0.central.isFinding && !linked.contains($0.central.currentDevice ?? "/") && !gate.isWaiting($0.id)
         }
     }
 
@@ -28,8 +28,17 @@ extension BirdFleet {
     /// After each event: the next bird in line gets a machine, and the next
     /// connection attempt goes through the gate if it may.
     mutating func afterEvent(_ actions: [Action]) -> [Action] {
-        guard !waiting.isEmpty || scheduler?.isWaiting == true || pool?.toFeed.isEmpty == false else { return actions }
+        guard !waiting.isEmpty || gate.isWaiting || pool?.toFeed.isEmpty == false else { return actions }
         return actions + feedHandOvers() + admitWaiting() + grantConnects()
+    }
+
+    /// The adapter machine `id` connects through: with several, the one its
+    /// device lies under; else the chosen one.
+    func connectingAdapter(_ id: MachineID) -> ObjectPath? {
+        if let pool, let path = machineDevice(id)?.parent, pool.members.contains(where: { $0.adapter.path == path }) {
+            return path
+        }
+        return adapter?.path
     }
 
     /// The adapter's link limit if known, and whether it was learned (not given).
@@ -38,26 +47,36 @@ extension BirdFleet {
         return (limit, scheduler.policy.links == nil)
     }
 
-    /// The next connection attempt, if a link is free and the gap has passed.
+    /// The next connection attempt, if none is out and its adapter takes
+    /// one more link (`watch --all`: the scheduler says; then the gap after it).
     mutating func grantConnects() -> [Action] {
-        guard outcome == nil else { return [] }
+        guard outcome == nil, gate.isOpen, gate.isWaiting else { return [] }
         if pool != nil { redirectWaiting() }
-        guard var scheduler else { return [] }
         let fleet = self
-        let granted = scheduler.grant(links: fleet.linksUp(on:)) { id, device in
+        var scheduler = scheduler
+        var gate = gate
+        let granted = gate.next { id, device in
             fleet.central(id).map { $0.isFinding && $0.currentDevice == device } ?? false
+        } mayGo: { id, adapter in
+            scheduler?.mayConnect(id, on: adapter, links: fleet.linksUp(on: adapter)) ?? true
         }
+        self.gate = gate
+        guard !granted.isEmpty, var scheduler else { return granted }
+        self.gate.closeGap()
+        let gap = scheduler.nextGap()
         self.scheduler = scheduler
-        return granted
+        return granted + [.armTimer(.connectGap, gap)]
     }
 
     /// Bluetooth is back after an outage (or `adapters` came): the first
     /// attempt waits a random gap, and learned limits are learned again.
     mutating func linksRestarting(adapters: [ObjectPath]? = nil) -> [Action] {
         guard var scheduler else { return [] }
-        let (actions, forgotten) = scheduler.restarting(forgetting: adapters)
+        let forgotten = scheduler.restarting(forgetting: adapters)
+        let gap = scheduler.nextGap()
         self.scheduler = scheduler
-        return actions + forgotten.flatMap(limitForgotten)
+        gate.closeGap()
+        return [.armTimer(.connectGap, gap)] + forgotten.flatMap(limitForgotten)
     }
 
     /// Machine `id` connected through `device`: if it was checking a learned

@@ -18,6 +18,7 @@ extension BirdFleet {
 
     /// Forgets a machine (with `all`).
     mutating func drop(_ id: MachineID, keepHeard: Bool = false) {
+        gate.withdraw(id)
         scheduler?.withdraw(id)
         if let address = central(id)?.configuration.address {
             pool?.forget(address, keepHeard: keepHeard)
@@ -79,22 +80,22 @@ extension BirdFleet {
         var actions: [Action] = []
         actions.reserveCapacity(own.count)
         var enough = false
-        // `all`: a connection attempt (its deadline and its Connect) waits for the scheduler's gate.
+        // A connection attempt (its deadline and its Connect) waits its turn at the gate.
         var heldBack: [Action] = []
         var connectingTo: ObjectPath?
         for action in own {
             switch action {
-            case .connect(let device) where scheduler != nil:
+            case .connect(let device):
                 heldBack.append(.connect(id, device))
                 connectingTo = device
-            case .armTimer(.connect, let delay) where scheduler != nil:
+            case .armTimer(.connect, let delay):
                 heldBack.append(.armTimer(.machine(id, .connect), delay))
             case .startScanning:
                 actions.append(.startScanning(id, lookUpKnown: all ? nil : firstLookUp(for: id)))
             case .stopScanning:
                 if !all { actions.append(.stopScanning) }
-            case .connect(let device): actions.append(.connect(id, device))
-            case .disconnect(let device): actions.append(.disconnect(device))
+            case .disconnect(let device):
+                if gate.disconnecting(device) { actions.append(.disconnect(device)) }
             case .read(let field, let path): actions.append(.read(id, field, path))
             case .write(_, let path, let bytes): actions.append(.write(id, path, bytes))
             case .startNotify(let field, let path): actions.append(.startNotify(id, field, path))
@@ -145,7 +146,7 @@ extension BirdFleet {
             }
         }
         if let connectingTo {
-            scheduler?.request(id, device: connectingTo, heldBack)
+            gate.request(id, device: connectingTo, heldBack)
         } else {
             actions += heldBack  // a deadline re-armed without a Connect
         }

@@ -96,8 +96,8 @@ extension BirdFleet {
     /// the bird's best adapter with one, if another hears it: the choice is
     /// made again while they wait (a link may free up elsewhere first).
     mutating func redirectWaiting() {
-        guard let waiting = scheduler?.waitingDevices, !waiting.isEmpty else { return }
-        for (id, device, adapter) in waiting {
+        guard gate.isWaiting else { return }
+        for (id, device, adapter) in gate.waiting.map({ ($0.id, $0.device, $0.adapter) }) {
             let other = { (device: ObjectPath) in AdapterPool.adapter(of: device) }
             guard linksUp(on: adapter).up >= scheduler?.limit(on: adapter) ?? Int.max,
                 let index = index(of: id),
@@ -107,7 +107,7 @@ extension BirdFleet {
                 machines[index].central.redirect(to: chosen.device)
             else { continue }
             sightings[id] = chosen
-            scheduler?.redirect(id, to: chosen.device)
+            gate.redirect(id, to: chosen.device)
         }
     }
 
@@ -198,7 +198,7 @@ extension BirdFleet {
         for device in linked where device.isDescendant(of: adapter) { here += 1 }
         let making = machines.count {
             guard $0.central.isFinding, let device = $0.central.currentDevice else { return false }
-            return !linked.contains(device) && device.isDescendant(of: adapter) && !(scheduler?.isWaiting($0.id) ?? false)
+            return !linked.contains(device) && device.isDescendant(of: adapter) && !gate.isWaiting($0.id)
         }
         return (here + making, here)
     }

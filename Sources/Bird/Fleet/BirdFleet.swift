@@ -62,6 +62,8 @@ public struct BirdFleet: Sendable {
     /// Machines whose first scan looked in BlueZ's cache.
     var lookedUp: Set<MachineID> = []
 
+    /// Connection attempts, one out at a time.
+    var gate = ConnectGate()
     /// `all`: who gets a link, and when.
     var scheduler: LinkScheduler?
     /// `all` among gateways (`shared`): the birds this one may connect.
@@ -121,6 +123,7 @@ public struct BirdFleet: Sendable {
         guard outcome == nil else { return [] }
         scheduler?.bluetoothGone()
         watchdog?.forget()
+        gate.bluetoothGone()
         adapterLost(nil)
         // Several adapters: none is left; they are told again when bluetoothd is back.
         _ = pool?.update([])
@@ -229,13 +232,18 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
-        if scheduler != nil { linked.remove(device) }
+        linkEnded(device)
         return everyMachine { $0.deviceDisconnected(device) }
     }
 
     public mutating func deviceRemoved(_ device: ObjectPath) -> [Action] {
-        if scheduler != nil { linked.remove(device) }
+        linkEnded(device)
         return everyMachine { $0.deviceRemoved(device) }
+    }
+
+    private mutating func linkEnded(_ device: ObjectPath) {
+        if scheduler != nil { linked.remove(device) }
+        gate.linkEnded(device)
     }
 
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
@@ -267,7 +275,13 @@ public struct BirdFleet: Sendable {
         return on(id) { $0.scanFailed(error) }
     }
 
-    public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+    /// The Connect of machine `id` was answered; `alreadyConnected`: its
+    /// device was connected when it was sent (another program's link, not
+    /// ours to undo). A reply to an attempt given up is nobody's.
+    public mutating func connectReplied(
+        _ id: MachineID, _ result: Result<Void, BlueZError>, alreadyConnected: Bool = false
+    ) -> [Action] {
+        guard gate.replied(id, alreadyConnected: alreadyConnected) else { return afterEvent([]) }
         var moved: [Action] = []
         if scheduler != nil, case .success = result, let device = central(id)?.currentDevice {
             linked.insert(device)
@@ -322,6 +336,10 @@ public struct BirdFleet: Sendable {
         everyMachine { $0.servicesUnresolved(device) }
     }
 
+    /// Whether machine `id` waits for the answer to its Connect to `device`
+    /// (an attempt it gave up is answered to nobody).
+    public func awaitsConnect(_ id: MachineID, _ device: ObjectPath) -> Bool { gate.awaitsReply(id, device) }
+
     /// Machine `id`'s connect deadline passed while `connectedDevices` were
     /// connected on `adapter` (see `BirdCentral.connectDeadlinePassed`).
     public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
@@ -336,6 +354,11 @@ public struct BirdFleet: Sendable {
 
     public mutating func timerFired(_ timer: Timer) -> [Action] {
         switch timer {
+        case .machine(let id, .connect):
+            // The controller may be at its limit (which Linux does not
+            // report): the links up on its adapter are counted first.
+            guard runs(id), let adapter = connectingAdapter(id) else { return on(id) { $0.timerFired(.connect) } }
+            return [.countLinks(id, adapter)]
         case .machine(let id, let timer):
             return on(id) { $0.timerFired(timer) }
         case .fleet(.scan) where machines.isEmpty:
@@ -347,7 +370,7 @@ public struct BirdFleet: Sendable {
         case .forgetTick:
             return forgetUnheard() + holdAgain()
         case .connectGap:
-            scheduler?.gapPassed()
+            gate.gapPassed()
             return grantConnects()
         case .limitRecheck:
             return recheckLimits()

@@ -6,11 +6,11 @@ import DBus
 /// on an ESP32 proxy) and Linux 6.1 does not even report the refusal: a
 /// Connect past the limit never completes. So each bird is either *held* (a
 /// link kept, notifications streamed) or *polled* (connect, read, disconnect,
-/// every `pollInterval`), connection attempts go one at a time through a gate
-/// with a random gap after each (no storm after bluetoothd or the adapter
-/// comes back), and the gate never lets more links up than the limit once it
-/// is known: given (`--links`), or learned from a connection that never came
-/// while k links were up (the limit is then k).
+/// every `pollInterval`), connection attempts go one at a time through the
+/// fleet's `ConnectGate` with a random gap after each (no storm after
+/// bluetoothd or the adapter comes back), and the scheduler never lets more
+/// links up than the limit once it is known: given (`--links`), or learned
+/// from a connection that never came while k links were up (the limit is then k).
 ///
 /// Guarantees (see docs/scheduling.md): a held bird is never dropped for a
 /// polled one; polled birds take the free links in turn (first come, first
@@ -36,20 +36,10 @@ struct LinkScheduler: Sendable {
     /// the attempt out making such a check (one attempt is out at a time).
     private var rechecking: Set<ObjectPath> = []
     private var check: (id: BirdFleet.MachineID, adapter: ObjectPath)?
-    /// Machines whose Connect waits for the gate, first come first served,
-    /// with the actions held back (the connect deadline and the Connect).
-    private var waiting: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath, actions: [BirdFleet.Action])] = []
     /// How many links were up when each machine's last attempt was let
     /// through: what the controller held if it never answers (links going
     /// down meanwhile no longer show at the deadline).
     private(set) var linkedAtAttempt: [BirdFleet.MachineID: Int] = [:]
-    /// No connection attempt until the gap after the last one has passed.
-    private var gapOpen = true
-    /// The attempt let through last, until its Connect is answered or its
-    /// deadline passes: the next waits for it. (The driver sends one Connect
-    /// at a time; a deadline armed while a Connect waited behind another
-    /// that hung ran out unsent, and taught a wrong limit.)
-    private var inFlight: (id: BirdFleet.MachineID, device: ObjectPath)?
     /// Per adapter, the most links seen up at once (at a connection, or at a
     /// deadline): the controller holds at least that many, so a deadline
     /// with fewer up is no limit.
@@ -80,10 +70,6 @@ struct LinkScheduler: Sendable {
         self.random = SplitMix64(seed: seed)
     }
 
-    var isWaiting: Bool { !waiting.isEmpty }
-
-    func isWaiting(_ id: BirdFleet.MachineID) -> Bool { waiting.contains { $0.id == id } }
-
     /// The link limit of this adapter, if known (given or learned).
     func limit(on adapter: ObjectPath) -> Int? { policy.links ?? learnedLimits[adapter] }
 
@@ -109,104 +95,43 @@ struct LinkScheduler: Sendable {
         return policy.otherBirds == .auto && !policy.hold.contains(address) && !policy.poll.contains(address)
     }
 
-    /// A machine asks to connect: its actions wait their turn.
-    mutating func request(_ id: BirdFleet.MachineID, device: ObjectPath, _ actions: [BirdFleet.Action]) {
-        waiting.removeAll { $0.id == id }
-        // Its adapter, found once here rather than at every look at the line.
-        waiting.append((id, device, AdapterPool.adapter(of: device), actions))
-    }
-
-    /// The machines waiting, in turn, and their devices.
-    var waitingDevices: [(id: BirdFleet.MachineID, device: ObjectPath, adapter: ObjectPath)] {
-        waiting.map { ($0.id, $0.device, $0.adapter) }
-    }
-
-    /// A waiting machine connects to another device (its bird under another
-    /// adapter): its place in line is kept.
-    mutating func redirect(_ id: BirdFleet.MachineID, to device: ObjectPath) {
-        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }
-        waiting[index].device = device
-        waiting[index].adapter = AdapterPool.adapter(of: device)
-        waiting[index].actions = waiting[index].actions.map {
-            if case .connect(let id, _) = $0 { .connect(id, device) } else { $0 }
-        }
-    }
-
-    /// A machine no longer waits (it stopped, was dropped, gave up).
+    /// A machine no longer connects (it stopped, was dropped, gave up).
     mutating func withdraw(_ id: BirdFleet.MachineID) {
-        waiting.removeAll { $0.id == id }
         linkedAtAttempt[id] = nil
         attemptEnded(id)
     }
 
-    /// Machine `id`'s Connect was answered, or its deadline passed: the next
-    /// attempt may go (after the gap).
+    /// Machine `id`'s Connect was answered, or its deadline passed: a check
+    /// of a limit it made is over.
     mutating func attemptEnded(_ id: BirdFleet.MachineID) {
-        if inFlight?.id == id { inFlight = nil }
         if check?.id == id { check = nil }
     }
 
-    /// The next connection attempt, if the gap has passed and a link is free
-    /// on its adapter: its held-back actions and the gap's timer. First come,
-    /// first served on each adapter: a machine waits only for those ahead of
-    /// it on the same adapter. `stillWants` says whether a machine still
-    /// connects to that device; `links(adapter)` counts the adapter's links
-    /// up or being made (not those waiting here), and those up.
-    mutating func grant(
-        links: (ObjectPath) -> (up: Int, linked: Int), stillWants: (BirdFleet.MachineID, ObjectPath) -> Bool
-    ) -> [BirdFleet.Action] {
-        guard gapOpen else { return [] }
-        // The last attempt still out, unless its machine gave it up.
-        if let attempt = inFlight {
-            guard !stillWants(attempt.id, attempt.device) else { return [] }
-            attemptEnded(attempt.id)
+    /// Whether machine `id` may try to connect through `adapter` now (its
+    /// turn at `ConnectGate`), with `links` up or being made there, and those
+    /// up: below the limit, or one past a learned limit being checked; never
+    /// through an adapter being powered off and on. A yes is the attempt let through.
+    mutating func mayConnect(_ id: BirdFleet.MachineID, on adapter: ObjectPath, links: (up: Int, linked: Int)) -> Bool {
+        guard !resetting.contains(adapter) else { return false }
+        let limit = limit(on: adapter) ?? Int.max
+        let checking = links.up == limit && rechecking.contains(adapter)
+        guard links.up < limit || checking else { return false }
+        if checking {
+            rechecking.remove(adapter)
+            check = (id, adapter)
         }
-        // Adapters found full on this pass (with one adapter: at most one, and nothing allocated).
-        var lastFull: ObjectPath?
-        var moreFull: [ObjectPath] = []
-        var index = 0
-        while index < waiting.count {
-            let entry = waiting[index]
-            guard stillWants(entry.id, entry.device) else {
-                waiting.remove(at: index)
-                continue
-            }
-            let adapter = entry.adapter
-            // An adapter being powered off and on takes no attempt until it is back.
-            if adapter != lastFull && !moreFull.contains(adapter) && !resetting.contains(adapter) {
-                let counts = links(adapter)
-                let limit = limit(on: adapter) ?? Int.max
-                let checking = counts.up == limit && rechecking.contains(adapter)
-                if counts.up < limit || checking {
-                    if checking {
-                        rechecking.remove(adapter)
-                        check = (entry.id, adapter)
-                    }
-                    waiting.remove(at: index)
-                    linkedAtAttempt[entry.id] = counts.linked
-                    inFlight = (entry.id, entry.device)
-                    gapOpen = false
-                    return entry.actions + [.armTimer(.connectGap, nextGap())]
-                }
-                if let lastFull { moreFull.append(lastFull) }
-                lastFull = adapter
-            }
-            index += 1
-        }
-        return []
+        linkedAtAttempt[id] = links.linked
+        return true
     }
 
-    /// The gap after the last attempt has passed.
-    mutating func gapPassed() { gapOpen = true }
-
     /// Bluetooth is back (bluetoothd restarted, the adapter powered on): the
-    /// first attempt waits a random gap too, and the limits learned of these
+    /// limits learned of these
     /// adapters (nil: of all) are forgotten, to be learned again: a controller
     /// powered on again, or another under the same name, starts afresh, and a
     /// deadline that passed as bluetoothd went may have taught a wrong one (the
     /// hour-long VM soak learned a limit of 1 so, and streamed no more).
-    /// Returns the gap's timer and the adapters whose learned limit was forgotten.
-    mutating func restarting(forgetting adapters: [ObjectPath]? = nil) -> (actions: [BirdFleet.Action], forgotten: [ObjectPath]) {
+    /// Returns the adapters whose learned limit was forgotten.
+    mutating func restarting(forgetting adapters: [ObjectPath]? = nil) -> [ObjectPath] {
         // An adapter birdctl powered off and on itself is the same controller.
         let forgotten = (adapters ?? Array(Set(learnedLimits.keys).union(mostLinked.keys).union(strikes.keys)))
             .filter { !resetting.contains($0) }
@@ -219,9 +144,7 @@ struct LinkScheduler: Sendable {
             if check?.adapter == adapter { check = nil }
         }
         deadlinesInARow.removeAll()
-        inFlight = nil
-        gapOpen = false
-        return ([.armTimer(.connectGap, nextGap())], forgottenLimits)
+        return forgottenLimits
     }
 
     /// A connection never came while `links` others were up on `adapter`:
@@ -304,7 +227,8 @@ struct LinkScheduler: Sendable {
         return !rechecking.isEmpty
     }
 
-    private mutating func nextGap() -> Duration {
+    /// The gap after an attempt: `connectGap` and a random part of up to as much again.
+    mutating func nextGap() -> Duration {
         Self.connectGap + .milliseconds(Int64(random.next() % UInt64(Self.connectGapMilliseconds + 1)))
     }
 }
