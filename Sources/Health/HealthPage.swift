@@ -21,13 +21,16 @@ public struct GatewayHealth: Sendable {
 public enum HealthPage {
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
+    /// The page of a command: the sections it has (`watch`: adapters, birds
+    /// and the gateway; `scan`: adapters; `serve`: the peripheral), and the process.
     public static func render(
-        adapters: [AdapterHealth], birds: BirdHealth, gateway: GatewayHealth?, process: ProcessUsage,
-        now: MonotonicInstant
+        adapters: [AdapterHealth]?, birds: BirdHealth?, gateway: GatewayHealth?, peripheral: PeripheralHealth?,
+        process: ProcessUsage, now: MonotonicInstant
     ) -> String {
         var page = Exposition()
-        adapterFamilies(adapters, into: &page)
-        birdFamilies(birds, now: now, into: &page)
+        if let adapters { adapterFamilies(adapters, into: &page) }
+        if let birds { birdFamilies(birds, now: now, into: &page) }
+        if let peripheral { peripheralFamilies(peripheral, into: &page) }
         if let gateway {
             page.family("birdctl_mqtt_queued_messages", .gauge, help: "Messages waiting for the MQTT broker or not yet acknowledged.")
             page.sample("birdctl_mqtt_queued_messages", gateway.queued)
@@ -84,6 +87,16 @@ public enum HealthPage {
         for adapter in adapters { page.sample("birdctl_discovery_stalls_total", adapter.discoveryStalls, labels: ["adapter": adapter.name]) }
         page.family("birdctl_adapter_resets_total", .counter, help: "Times the adapter was powered off and on because nothing came through it.")
         for adapter in adapters { page.sample("birdctl_adapter_resets_total", adapter.resets, labels: ["adapter": adapter.name]) }
+    }
+
+    private static func peripheralFamilies(_ peripheral: PeripheralHealth, into page: inout Exposition) {
+        page.family("birdctl_serve_advertising", .gauge, help: "1 while the Bird Service is advertised, else 0.")
+        page.sample("birdctl_serve_advertising", peripheral.advertising ? 1 : 0)
+        page.family("birdctl_serve_notifying_fields", .gauge, help: "Fields (name, color, alpha) a central has notifications of.")
+        page.sample("birdctl_serve_notifying_fields", peripheral.notifyingFields.count)
+        page.family("birdctl_serve_writes_total", .counter, help: "Writes from centrals, taken (accepted) or refused as a bad value.")
+        page.sample("birdctl_serve_writes_total", peripheral.writes, labels: ["result": "accepted"])
+        page.sample("birdctl_serve_writes_total", peripheral.refusedWrites, labels: ["result": "refused"])
     }
 
     private static func birdFamilies(_ health: BirdHealth, now: MonotonicInstant, into page: inout Exposition) {

@@ -1,5 +1,6 @@
 import FakeBlueZSupport
 import TestProcesses
+import DBus
 import Foundation
 import Glibc
 import Testing
@@ -26,17 +27,11 @@ struct MetricsTests {
         }
         let port = try #require(await Self.metricsPort(of: watch))
 
-        let page = try await Self.get("http://127.0.0.1:\(port)/metrics")
-        #expect(page.status == 200, "the page: \(page.body); birdctl said: \(watch.stderr)")
+        let page = try await Self.checkedPage(port: port)
         for address in Self.birds {
-            #expect(page.body.contains("birdctl_bird_readings_total{address=\"\(address)\"} "), "\(page.body)")
+            #expect(page.contains("birdctl_bird_readings_total{address=\"\(address)\"} "), "\(page); birdctl said: \(watch.stderr)")
         }
-        #expect(page.body.contains("birdctl_connect_attempts_total{adapter=\"hci0\"} "))
-        let pageFile = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
-        defer { try? FileManager.default.removeItem(at: pageFile) }
-        try page.body.write(to: pageFile, atomically: true, encoding: .utf8)
-        let checked = try await offThePool { try ChildProcess.run("/bin/sh", ["-c", "promtool check metrics < '\(pageFile.path)' 2>&1"]) }
-        #expect(checked.status == 0, "promtool: \(checked.stdout)")
+        #expect(page.contains("birdctl_connect_attempts_total{adapter=\"hci0\"} "))
         #expect(try await Self.get("http://127.0.0.1:\(port)/").status == 404)
 
         let prometheus = try PrometheusServer(scraping: port)
@@ -65,6 +60,55 @@ struct MetricsTests {
         #expect(second.stderr.contains("cannot serve metrics at 127.0.0.1:\(port): bind: Address already in use"), "\(second.stderr)")
         first.signal(SIGINT)
         #expect(try await first.waitForExit() == 0)
+    }
+
+    /// A scan serves the adapters' part of the page (what each heard, no
+    /// birds followed); serve the peripheral's (advertising, fields notified,
+    /// writes taken and refused). Both pass `promtool check metrics`.
+    @Test func scanAndServeServeTheirPages() async throws {
+        let fake = try await FakeBlueZ()
+        try await fake.addBird(address: Self.birds[0], rssi: -50)
+        let scan = try fake.launch("scan", "--json", "--metrics", "127.0.0.1:0")
+        _ = try await scan.line(containing: "\"found\"", within: .seconds(30))
+        let scanPort = try #require(await Self.metricsPort(of: scan))
+        let scanned = try await Self.checkedPage(port: scanPort)
+        #expect(scanned.contains("birdctl_discovery_starts_total{adapter=\"hci0\"} 1"), "\(scanned)")
+        let heard = scanned.split(separator: "\n").first { $0.hasPrefix("birdctl_advertisements_total{adapter=\"hci0\"} ") }
+        #expect((heard?.split(separator: " ").last).flatMap { Int($0) } ?? 0 >= 1, "\(scanned)")
+        #expect(scanned.contains("birdctl_adapter_links{adapter=\"hci0\"} 0"))
+        #expect(!scanned.contains("birdctl_bird_") && !scanned.contains("birdctl_serve_"), "\(scanned)")
+        scan.signal(SIGINT)
+        #expect(try await scan.waitForExit() == 0)
+
+        let serve = try await fake.serve("--metrics", "127.0.0.1:0")
+        try await fake.call("RemoteSubscribe", .string(FakeBlueZ.alphaUUID))
+        _ = try await serve.line(containing: "\"subscribed\"")
+        try await fake.remoteWrite(FakeBlueZ.alphaUUID, "55")
+        await #expect(throws: DBusError.self) { try await fake.remoteWrite(FakeBlueZ.alphaUUID, "101") }
+        _ = try await serve.line(containing: "refused_write")
+        let servePort = try #require(await Self.metricsPort(of: serve))
+        let served = try await Self.checkedPage(port: servePort)
+        for line in [
+            "birdctl_serve_advertising 1", "birdctl_serve_notifying_fields 1",
+            "birdctl_serve_writes_total{result=\"accepted\"} 1", "birdctl_serve_writes_total{result=\"refused\"} 1",
+        ] {
+            #expect(served.split(separator: "\n").contains { $0 == line }, "\(line): \(served)")
+        }
+        #expect(!served.contains("birdctl_adapter_") && !served.contains("birdctl_bird_"), "\(served)")
+        serve.signal(SIGINT)
+        #expect(try await serve.waitForExit() == 0)
+    }
+
+    /// The page at `port`, which must be served and pass `promtool check metrics`.
+    static func checkedPage(port: Int) async throws -> String {
+        let page = try await get("http://127.0.0.1:\(port)/metrics")
+        #expect(page.status == 200, "\(page.body)")
+        let pageFile = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: pageFile) }
+        try page.body.write(to: pageFile, atomically: true, encoding: .utf8)
+        let checked = try await offThePool { try ChildProcess.run("/bin/sh", ["-c", "promtool check metrics < '\(pageFile.path)' 2>&1"]) }
+        #expect(checked.status == 0, "promtool: \(checked.stdout)")
+        return page.body
     }
 
     /// The port birdctl said it serves metrics on.

@@ -63,7 +63,7 @@ struct HealthPageTests {
         birds.record(.reading(robin, alpha, raw: Array("50".utf8), notified: false), at: then)
         let text = HealthPage.render(
             adapters: [adapter, unknown], birds: birds, gateway: GatewayHealth(queued: 4, dropped: 1, reconnects: 2),
-            process: ProcessUsage.current(), now: then + .milliseconds(2500))
+            peripheral: nil, process: ProcessUsage.current(), now: then + .milliseconds(2500))
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.contains("birdctl_adapter_links{adapter=\"hci0\"} 2"))
         #expect(lines.contains("birdctl_adapter_link_limit{adapter=\"hci0\"} 3"))
@@ -81,6 +81,26 @@ struct HealthPageTests {
     }
 
     /// BlueZ's error kinds as labels: snake case, from a closed set.
+    /// serve's page: advertising, the fields notified now, writes by result; no adapters nor birds.
+    @Test func servesPageSaysWhatCentralsDid() {
+        var peripheral = PeripheralHealth()
+        for event: BirdPeripheral.Event in [
+            .advertising(adapter: "hci0"), .subscription(.alpha, subscribed: true), .subscription(.color, subscribed: true),
+            .subscription(.color, subscribed: false), .valueChanged(.alpha(percent: 55), byCentral: true),
+            .valueChanged(.alpha(percent: 56), byCentral: false),
+        ] {
+            peripheral.record(event)
+        }
+        let lines = HealthPage.render(
+            adapters: nil, birds: nil, gateway: nil, peripheral: peripheral, process: ProcessUsage.current(), now: .now
+        ).split(separator: "\n").map(String.init)
+        #expect(lines.contains("birdctl_serve_advertising 1"))
+        #expect(lines.contains("birdctl_serve_notifying_fields 1"))
+        #expect(lines.contains("birdctl_serve_writes_total{result=\"accepted\"} 1"))
+        #expect(lines.contains("birdctl_serve_writes_total{result=\"refused\"} 0"))
+        #expect(!lines.contains { $0.contains("birdctl_adapter_") || $0.contains("birdctl_bird_") }, "\(lines)")
+    }
+
     @Test func errorKindsAreSnakeCaseLabels() {
         #expect(BlueZError.Kind.inProgress.label == "in_progress")
         #expect(BlueZError.Kind.timeout.label == "timeout")

@@ -242,10 +242,9 @@ public final class CentralDriver: @unchecked Sendable {
     /// Each adapter in use, and those tried before: links, limit and counts (on the loop).
     public func adapterHealth() -> [AdapterHealth] {
         loop.assertInLoop()
-        var paths = Set(counters.byAdapter.keys)
-        if let pool { paths.formUnion(pool.members.map(\.path)) } else if let adapter = core.adapter { paths.insert(adapter.path) }
-        return paths.sorted { $0.rawValue < $1.rawValue }.map { path in
-            var health = counters.byAdapter[path] ?? AdapterHealth(name: AdapterPool.name(ofAdapter: path))
+        let members = pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? []
+        return counters.health(with: members).map { path, counted in
+            var health = counted
             health.links = fleet.linksUp(on: path).up
             (health.limit, health.limitLearned) = fleet.linkLimit(on: path)
             return health

@@ -60,12 +60,12 @@ final class PoolAdapters: @unchecked Sendable {
     /// Whether this adapter is (or, added, would be) one of the pool's.
     func isMember(_ adapter: Adapter) -> Bool { options.pool?.contains(adapter.interfaceName) ?? true }
 
-    /// Discovery on every powered adapter of the pool (those already on are left alone).
     /// The powered members whose discovery is not on (`startDiscovery` starts it there).
     var adaptersNotDiscovering: [ObjectPath] {
         members.filter { $0.powered && discoveries[$0.path]?.isOn != true }.map(\.path)
     }
 
+    /// Discovery on every powered adapter of the pool (those already on are left alone).
     func startDiscovery(onStarted: @escaping @Sendable ([Sighting]) -> Void, onFailure: @escaping @Sendable (BlueZError) -> Void) {
         for adapter in members where adapter.powered {
             discovery(adapter.path).start(on: adapter.path, onStarted: onStarted, onFailure: onFailure)

@@ -47,6 +47,8 @@ public final class ScanDriver: @unchecked Sendable {
     private var scanning = false
     /// Whether any Bird was reported (the exit status), forgotten since or not.
     private var foundAny = false
+    /// Per adapter: Bird advertisements heard and discovery starts (`--metrics`).
+    private var counters = AdapterCounters()
 
     public init(
         connection: Connection, options: AdapterOptions, minimumRSSI: Int?, timeout: Duration?,
@@ -65,6 +67,13 @@ public final class ScanDriver: @unchecked Sendable {
             discovery = Discovery(client: client)
             if core.options.isPool { pool = PoolAdapters(client: client, options: core.options) }
         }) { [self] event in handle(event) }
+    }
+
+    /// What each adapter heard (`--metrics`; on the loop). A scan makes no links.
+    public func adapterHealth() -> [AdapterHealth] {
+        core.connection.loop.assertInLoop()
+        let members = pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? []
+        return counters.health(with: members).map(\.health)
     }
 
     /// Ctrl-C: the list so far is the result.
@@ -118,6 +127,7 @@ public final class ScanDriver: @unchecked Sendable {
             if core.options.powerOn && !members.isEmpty && !scanning { return }
             return finish(.failed(members.first.map { .adapterOff($0.name) } ?? .noAdapter(pool.requested)))
         }
+        for adapter in pool.adaptersNotDiscovering { counters.count(adapter) { $0.discoveryStarts += 1 } }
         pool.startDiscovery(
             onStarted: { [self] heard in heard.forEach(sighted) },
             onFailure: { [self] error in
@@ -135,6 +145,7 @@ public final class ScanDriver: @unchecked Sendable {
         guard !scanning else { return }
         guard let choice = core.usableAdapter(fail: { [self] failure in finish(.failed(failure)) }) else { return }
         scanning = true
+        counters.count(choice.path) { $0.discoveryStarts += 1 }
         discovery.start(
             on: choice.path, onStarted: { [self] heard in heard.forEach(sighted) },
             onFailure: { [self] error in finish(.failed(.failed("start discovery", error))) })
@@ -147,6 +158,7 @@ public final class ScanDriver: @unchecked Sendable {
         guard !core.isFinished, sighting.isBird,
             pool?.holds(sighting.device) ?? sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere")
         else { return }
+        counters.count(AdapterPool.adapter(of: sighting.device)) { $0.advertisements += 1 }
         let found = results.heard(address: sighting.address, name: sighting.name, rssi: sighting.rssi, at: .now)
         if sweep == nil { armSweep() }
         if let found {

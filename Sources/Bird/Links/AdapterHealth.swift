@@ -30,7 +30,7 @@ public struct AdapterHealth: Hashable, Sendable {
     public init(name: String) { self.name = name }
 }
 
-/// The counters `CentralDriver` keeps per adapter (by path), on the loop.
+/// The counters a driver (`CentralDriver`, `ScanDriver`) keeps per adapter (by path), on the loop.
 struct AdapterCounters {
     private(set) var byAdapter: [ObjectPath: AdapterHealth] = [:]
 
@@ -40,6 +40,14 @@ struct AdapterCounters {
 
     mutating func connectFailed(_ adapter: ObjectPath, _ kind: String) {
         count(adapter) { $0.connectFailures[kind, default: 0] += 1 }
+    }
+
+    /// What was counted on each adapter, and on `members` (those in use,
+    /// counted or not), in path order.
+    func health(with members: [ObjectPath]) -> [(path: ObjectPath, health: AdapterHealth)] {
+        Set(byAdapter.keys).union(members).sorted { $0.rawValue < $1.rawValue }.map { path in
+            (path, byAdapter[path] ?? AdapterHealth(name: AdapterPool.name(ofAdapter: path)))
+        }
     }
 }
 

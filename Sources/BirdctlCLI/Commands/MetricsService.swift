@@ -38,17 +38,25 @@ struct MetricsEndpoint: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The health page of a watch: what the central, the gateway and the
-/// process say, served at /metrics on the loop. Loop-confined.
+/// The health page of a long-running command (watch, scan, serve): what
+/// its driver, the gateway and the process say, served at /metrics on the
+/// loop. A section a command has not is left off. Loop-confined.
 final class MetricsService: @unchecked Sendable {
+    /// The command whose page it is: what sections the page has.
+    enum Command { case watch, scan, serve }
+
     private let endpoint: MetricsEndpoint
+    private let command: Command
+    /// The birds a watch follows.
     private var birds = BirdHealth()
+    /// What serve's centrals did.
+    private var peripheral = PeripheralHealth()
     private var server: HTTPTextServer?
-    /// What the page shows of the adapters and of the gateway, asked at each scrape.
+    /// What the page shows of the adapters (watch, scan) and of the gateway, asked at each scrape.
     var adapters: () -> [AdapterHealth] = { [] }
     var gateway: (() -> GatewayHealth)?
 
-    init(_ endpoint: MetricsEndpoint) { self.endpoint = endpoint }
+    init(_ endpoint: MetricsEndpoint, for command: Command) { (self.endpoint, self.command) = (endpoint, command) }
 
     /// Listens (on the loop); a failure says why and is the command's end.
     func start(on loop: EventLoop) -> Bool {
@@ -71,7 +79,21 @@ final class MetricsService: @unchecked Sendable {
 
     func heard(_ address: String, rssi: Int16) { birds.heard(address, rssi: rssi) }
 
+    func record(_ event: BirdPeripheral.Event) { peripheral.record(event) }
+
+    /// Listens unless `metrics` is nil; false (said) if it cannot: the session ends with a usage error.
+    static func start(_ metrics: MetricsService?, in session: Session) -> Bool {
+        guard let metrics else { return true }
+        guard metrics.start(on: session.connection.loop) else {
+            session.finish(.usage)
+            return false
+        }
+        return true
+    }
+
     private func page() -> String {
-        HealthPage.render(adapters: adapters(), birds: birds, gateway: gateway?(), process: .current(), now: .now)
+        HealthPage.render(
+            adapters: command == .serve ? nil : adapters(), birds: command == .watch ? birds : nil, gateway: gateway?(),
+            peripheral: command == .serve ? peripheral : nil, process: .current(), now: .now)
     }
 }

@@ -16,13 +16,14 @@ enum ScanCommand {
             """,
         options: [
             .scanTimeout, .minimumRSSI, .forgetAfter, .adapters,
-            .powerOn, .json, .verbose, .help,
+            .powerOn, .metrics, .json, .verbose, .help,
         ],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments, pool: true)
         guard arguments.positionals.isEmpty else { throw UsageError("scan takes no arguments") }
+        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text), for: .scan) }
 
         return try Session.run(json: common.json, verbose: common.verbose) { session in
             let formatter = session.formatter
@@ -42,6 +43,10 @@ enum ScanCommand {
                     }
                     session.finish(exitStatus(for: outcome))
                 })
+        } start: { session, driver in
+            metrics?.adapters = { [unowned driver] in driver.adapterHealth() }
+            guard MetricsService.start(metrics, in: session) else { return }
+            driver.start()
         }
     }
 

@@ -13,7 +13,7 @@ enum ServeCommand {
             "color #00FF00", "name Wren". Writes from centrals are checked like any
             reading: a bad one is refused and the value stays. Prints one line per event.
             """,
-        options: [.name, .color, .alpha, .animate, .adapter, .powerOn, .json, .verbose, .help],
+        options: [.name, .color, .alpha, .animate, .adapter, .powerOn, .metrics, .json, .verbose, .help],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
@@ -21,6 +21,7 @@ enum ServeCommand {
         guard arguments.positionals.isEmpty else { throw UsageError("serve takes no arguments") }
         let alpha = arguments.birdValue(.alpha)
         let animated = arguments.has(.animate)
+        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text), for: .serve) }
 
         return try Session.run(json: common.json, verbose: common.verbose) { session in
             let formatter = session.formatter
@@ -28,10 +29,14 @@ enum ServeCommand {
             return BirdPeripheral(
                 connection: session.connection, name: arguments.birdValue(.name), color: arguments.birdValue(.color),
                 alpha: alpha, options: common.adapterOptions,
-                onEvent: { event in stdout.line(line(for: event, formatter)) },
+                onEvent: { event in
+                    metrics?.record(event)
+                    stdout.line(line(for: event, formatter))
+                },
                 onFinish: { outcome in session.finish(exitStatus(for: outcome)) })
         } start: { session, peripheral in
             let loop = session.connection.loop
+            guard MetricsService.start(metrics, in: session) else { return }
             peripheral.start()
             readStdin(on: loop, into: peripheral)
             if animated, case .alpha(let percent) = alpha {

@@ -85,7 +85,7 @@ enum WatchCommand {
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
         for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
 
-        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text)) }
+        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text), for: .watch) }
 
         return try Session.run(json: common.json, verbose: common.verbose) { session throws(UsageError) in
             let formatter = session.formatter
@@ -175,7 +175,7 @@ private final class WatchDriver: SessionDriver {
     }
 
     func start() {
-        if let metrics, !metrics.start(on: session.connection.loop) { return session.finish(.usage) }
+        guard MetricsService.start(metrics, in: session) else { return }
         central.start()
         gateway?.start()
     }
