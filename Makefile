@@ -9,6 +9,8 @@
 #   make build-swift60 the build and the tests' build with Debian 13's own Swift (6.0.3), in a
 #                      Debian 13 root built here: the oldest Swift we build with (make test runs it);
 #                      make release-swift60 adds the release build with every flag
+#   make release-arm64 the release build for arm64 (a Raspberry Pi), cross-built by Debian 13's Swift
+#                      against an arm64 sysroot made here: .build/arm64/aarch64-unknown-linux-gnu/release/
 #   make install       installs birdctl, its man page, completions and systemd unit
 #                      (PREFIX=/usr/local, DESTDIR=); make uninstall removes exactly those
 #   make deb           a Debian package in .build/deb/ (runs without Swift)
@@ -26,7 +28,7 @@
 #
 # The other targets (test-unit, test-vm, test-install, test-ha, sanitize, fuzz-regress,
 # deps-vm, deps-bench, deps-install, deps-ha, bench-venv, bench-fake, bench-system, static-link,
-# link-order, link-order-check, swift60-root, clean) are parts of these.
+# link-order, link-order-check, swift60-root, arm64-sysroot, clean) are parts of these.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -66,7 +68,7 @@ HA_VENV := .build/ha/venv
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
 .PHONY: help deps deps-vm deps-bench deps-install deps-ha test-ha apt-packages build release static-link link-order link-order-check demo \
-	build-swift60 release-swift60 swift60-root \
+	build-swift60 release-swift60 swift60-root release-arm64 arm64-sysroot \
 	soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
 	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
@@ -139,10 +141,12 @@ RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-l
 	-Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/dist/link/symbol-order.txt -Xlinker --no-warn-symbol-ordering
 # SCRATCH: where SwiftPM builds (build-swift60 builds in its own).
+# SWIFT_TARGET: the triple, SDK and resources when cross-building (release-arm64).
 SCRATCH := .build
+SWIFT_TARGET :=
 release: deps static-link
 	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --scratch-path $(SCRATCH) \
-	    --static-swift-stdlib --disable-local-rpath \
+	    --static-swift-stdlib --disable-local-rpath $(SWIFT_TARGET) \
 	    $(RELEASE_CODEGEN) $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
 
 # Regenerates dist/link/symbol-order.txt: the functions the release build runs
@@ -166,12 +170,14 @@ link-order-check: deps-bench release
 # so -ldbus-1 and -lstdc++ find the archives linked here. dist/link/no-systemd.c
 # says why libdbus-1.a needs two systemd functions.
 STATIC_LINK := .build/static-link
+# CLANG_TARGET: clang's target and sysroot when cross-building (release-arm64).
+CLANG_TARGET :=
 static-link: deps
 	@mkdir -p $(STATIC_LINK)
-	@dbus=$$(pkg-config --variable=libdir dbus-1)/libdbus-1.a; cxx=$$(clang -print-file-name=libstdc++.a); \
+	@dbus=$$(pkg-config --variable=libdir dbus-1)/libdbus-1.a; cxx=$$(clang $(CLANG_TARGET) -print-file-name=libstdc++.a); \
 	for a in $$dbus $$cxx; do [[ $$a == /* && -f $$a ]] || { echo "static-link: no $$a" >&2; exit 1; }; done; \
 	ln -sf $$dbus $(STATIC_LINK)/libdbus-1.a; ln -sf $$cxx $(STATIC_LINK)/libstdc++.a
-	@clang -O2 -Wall -c dist/link/no-systemd.c -o $(STATIC_LINK)/no-systemd.o
+	@clang $(CLANG_TARGET) -O2 -Wall -c dist/link/no-systemd.c -o $(STATIC_LINK)/no-systemd.o
 	@rm -f $(STATIC_LINK)/libbirdctl-no-systemd.a && ar rcs $(STATIC_LINK)/libbirdctl-no-systemd.a $(STATIC_LINK)/no-systemd.o
 	@printf 'Name: dbus-1\nDescription: libdbus, linked from its static archive\nVersion: %s\nCflags: %s\nLibs: -L%s -ldbus-1 -lbirdctl-no-systemd\n' \
 	    "$$(pkg-config --modversion dbus-1)" "$$(pkg-config --cflags dbus-1)" "$(CURDIR)/$(STATIC_LINK)" > $(STATIC_LINK)/dbus-1.pc
@@ -199,6 +205,37 @@ release-swift60: build-swift60
 	dist/debian-swift/in-root.sh $(SWIFT60_ROOT) env PATH=/usr/libexec/swift/bin:/usr/bin:/bin \
 	    make --no-print-directory release SCRATCH=$(SWIFT60_SCRATCH) STATIC_LINK=$(SWIFT60_SCRATCH)/static-link \
 	    DEB_PACKAGES="libdbus-1-dev libmosquitto-dev pkg-config" REVISION=
+
+# birdctl for arm64 (aarch64: a Raspberry Pi), cross-built by Debian 13's
+# Swift in the root of build-swift60 against an arm64 sysroot of Debian 13's
+# packages (dist/debian-swift/arm64.recipe; made again when it changes), with
+# the release build's flags; then run under qemu-aarch64-static against the
+# fake BlueZ (dist/debian-swift/arm64-check.py: scan, read). Inside the
+# root the sysroot is /src/$(ARM64_SYSROOT); SwiftPM gives --sdk to clang
+# only, so swiftc gets it too, and pkg-config prefixes the arm64 .pc files'
+# paths with it (without, the host's dbus headers come in).
+ARM64_SYSROOT := .build/arm64-sysroot
+ARM64_SCRATCH := .build/arm64
+ARM64_RELEASE := $(ARM64_SCRATCH)/aarch64-unknown-linux-gnu/release/birdctl
+ARM64_IN_ROOT := /src/$(ARM64_SYSROOT)
+arm64-sysroot: swift60-root
+	@cmp -s dist/debian-swift/arm64.recipe $(ARM64_SYSROOT).recipe \
+	    || dist/debian-swift/arm64-sysroot.sh $(SWIFT60_ROOT) dist/debian-swift/arm64.recipe $(ARM64_SYSROOT)
+
+release-arm64: deps arm64-sysroot
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="qemu-user-static file"
+	dist/debian-swift/in-root.sh $(SWIFT60_ROOT) env PATH=/usr/libexec/swift/bin:/usr/bin:/bin \
+	    PKG_CONFIG_LIBDIR=$(ARM64_IN_ROOT)/usr/lib/aarch64-linux-gnu/pkgconfig:$(ARM64_IN_ROOT)/usr/share/pkgconfig \
+	    PKG_CONFIG_SYSROOT_DIR=$(ARM64_IN_ROOT) \
+	    make --no-print-directory release SCRATCH=$(ARM64_SCRATCH) STATIC_LINK=$(ARM64_SCRATCH)/static-link \
+	    DEB_PACKAGES="libdbus-1-dev libmosquitto-dev pkg-config" REVISION=$(REVISION) \
+	    CLANG_TARGET="--target=aarch64-unknown-linux-gnu --sysroot=$(ARM64_IN_ROOT)" \
+	    SWIFT_TARGET="--triple aarch64-unknown-linux-gnu --sdk $(ARM64_IN_ROOT) -Xswiftc -sdk -Xswiftc $(ARM64_IN_ROOT) \
+	        -Xswiftc -resource-dir -Xswiftc $(ARM64_IN_ROOT)/usr/libexec/swift/lib/swift_static -Xswiftc -use-ld=lld"
+	file $(ARM64_RELEASE)
+	@echo "release-arm64: the newest glibc symbol it needs: $$(objdump -T $(ARM64_RELEASE) | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
+	qemu-aarch64-static -L $(ARM64_SYSROOT) $(ARM64_RELEASE) --version
+	/usr/bin/python3 dist/debian-swift/arm64-check.py $(ARM64_RELEASE) $(ARM64_SYSROOT)
 
 # Everything CI runs: the build with Debian 13's Swift 6.0, the tests, the
 # fuzzers' kept inputs, the tests again under AddressSanitizer (and the
