@@ -14,6 +14,7 @@
 #   make install       installs birdctl, its man page, completions and systemd unit
 #                      (PREFIX=/usr/local, DESTDIR=); make uninstall removes exactly those
 #   make deb           a Debian package in .build/deb/ (runs without Swift)
+#   make deb-arm64     the arm64 package of release-arm64, in .build/deb-arm64/
 #   make deps          installs the Debian packages the build and tests need (as root)
 #   make bench         birdctl beside a C floor, bleak and simplepyble, and its MQTT
 #                      gateway beside watch --json | mosquitto_pub (docs/performance.md); then
@@ -71,7 +72,7 @@ INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintia
 	build-swift60 release-swift60 swift60-root release-arm64 arm64-sysroot \
 	soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
-	test-install install uninstall deb sanitize fuzz fuzz-build fuzz-regress bench clean
+	test-install install install-files uninstall deb deb-arm64 sanitize fuzz fuzz-build fuzz-regress bench clean
 
 help:
 	@sed -n '3,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -414,12 +415,20 @@ INSTALLED := $(BINDIR)/birdctl $(MANDIR)/birdctl.1 $(BASHDIR)/birdctl $(ZSHDIR)/
 RELEASE := .build/release/birdctl
 
 install: release
+	@$(MAKE) --no-print-directory install-files
+
+# The files of install, from the binary RELEASE names, stripped by
+# STRIP_PROGRAM; RUN_RELEASE runs it to write the man page and completions
+# (deb-arm64: the arm64 binary, under qemu-aarch64-static).
+STRIP_PROGRAM := strip
+RUN_RELEASE = $(RELEASE)
+install-files:
 	install -d $(addprefix $(DESTDIR),$(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR) $(UNITDIR))
-	install -m 755 -s $(RELEASE) $(DESTDIR)$(BINDIR)/birdctl
-	$(RELEASE) --generate-manual > $(DESTDIR)$(MANDIR)/birdctl.1
-	$(RELEASE) --generate-completion-script bash > $(DESTDIR)$(BASHDIR)/birdctl
-	$(RELEASE) --generate-completion-script zsh > $(DESTDIR)$(ZSHDIR)/_birdctl
-	$(RELEASE) --generate-completion-script fish > $(DESTDIR)$(FISHDIR)/birdctl.fish
+	install -m 755 -s --strip-program=$(STRIP_PROGRAM) $(RELEASE) $(DESTDIR)$(BINDIR)/birdctl
+	$(RUN_RELEASE) --generate-manual > $(DESTDIR)$(MANDIR)/birdctl.1
+	$(RUN_RELEASE) --generate-completion-script bash > $(DESTDIR)$(BASHDIR)/birdctl
+	$(RUN_RELEASE) --generate-completion-script zsh > $(DESTDIR)$(ZSHDIR)/_birdctl
+	$(RUN_RELEASE) --generate-completion-script fish > $(DESTDIR)$(FISHDIR)/birdctl.fish
 	sed 's|@BINDIR@|$(BINDIR)|' dist/birdctl.service.in > $(DESTDIR)$(UNITDIR)/birdctl.service
 	chmod 644 $(addprefix $(DESTDIR),$(filter-out $(BINDIR)/birdctl,$(INSTALLED)))
 
@@ -437,6 +446,22 @@ deb: deps-install
 	    DESTDIR=$(CURDIR)/.build/deb/root
 	VERSION=$(VERSION) STATIC_ARCHIVES="$$(readlink -f $(STATIC_LINK)/libdbus-1.a $(STATIC_LINK)/libstdc++.a)" \
 	    dist/deb/build.sh .build/deb/root $(DEB)
+
+# The arm64 package of release-arm64: the same files (the man page and
+# completions written by the arm64 binary under qemu-aarch64-static); Depends
+# from dpkg-shlibdeps in the root, which has arm64's libc registered
+# (dist/debian-swift/arm64-depends.sh); Built-Using from the sysroot's
+# packages (arm64-sysroot.sh); checked by lintian.
+DEB_ARM64 := .build/deb-arm64/birdctl_$(VERSION)_arm64.deb
+deb-arm64: release-arm64 deps-install
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="binutils-aarch64-linux-gnu"
+	rm -rf .build/deb-arm64/root
+	$(MAKE) --no-print-directory install-files PREFIX=/usr ZSHDIR=/usr/share/zsh/vendor-completions \
+	    DESTDIR=$(CURDIR)/.build/deb-arm64/root RELEASE=$(ARM64_RELEASE) STRIP_PROGRAM=aarch64-linux-gnu-strip \
+	    RUN_RELEASE="qemu-aarch64-static -L $(ARM64_SYSROOT) $(ARM64_RELEASE)"
+	depends=$$(dist/debian-swift/in-root.sh $(SWIFT60_ROOT) dist/debian-swift/arm64-depends.sh .build/deb-arm64/root/usr/bin/birdctl) && \
+	VERSION=$(VERSION) ARCH=arm64 DEPENDS="$$depends" BUILT_USING="$$(cat $(ARM64_SYSROOT).built-using)" \
+	    dist/deb/build.sh .build/deb-arm64/root $(DEB_ARM64)
 
 # Installs into a DESTDIR and checks the tree, the completions, the man page
 # and the unit; builds the .deb, runs lintian, and installs and runs it in a

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds birdctl's .deb from a staged /usr tree: ROOT (from `make install
-# PREFIX=/usr DESTDIR=ROOT`) → DEB. VERSION comes from the Makefile.
+# PREFIX=/usr DESTDIR=ROOT`) → DEB. VERSION comes from the Makefile; a
+# package for another architecture (make deb-arm64) is given ARCH, DEPENDS
+# (its libraries' packages) and BUILT_USING, which this machine cannot tell.
 set -euo pipefail
 root=$(cd "$1" && pwd)
 deb=$(realpath -m "$2")
 here=$(cd "$(dirname "$0")" && pwd)
-arch=$(dpkg --print-architecture)
+arch=${ARCH:-$(dpkg --print-architecture)}
 
 # Debian ships manual pages compressed.
 gzip -9nf "$root/usr/share/man/man1/birdctl.1"
@@ -21,11 +23,15 @@ chmod 644 "$docs/changelog.gz"
 
 # Depends: the shared libraries the binary links (libc, libm),
 # as dpkg-shlibdeps names their packages, and bluez (bluetoothd) to talk to.
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/debian"
-printf 'Source: birdctl\n\nPackage: birdctl\nArchitecture: any\n' > "$work/debian/control"
-libs=$(cd "$work" && dpkg-shlibdeps -O "$root/usr/bin/birdctl" | sed -n 's/^shlibs:Depends=//p')
+if [[ -n ${DEPENDS:-} ]]; then
+    libs=$DEPENDS
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    mkdir -p "$work/debian"
+    printf 'Source: birdctl\n\nPackage: birdctl\nArchitecture: any\n' > "$work/debian/control"
+    libs=$(cd "$work" && dpkg-shlibdeps -O "$root/usr/bin/birdctl" | sed -n 's/^shlibs:Depends=//p')
+fi
 [[ -n $libs ]] || { echo "deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
 # Packed relative relocations (DT_RELR) need glibc 2.36; the binary says so with
 # a version it needs, GLIBC_ABI_DT_RELR, but no symbol of it, which is all
@@ -35,9 +41,9 @@ if grep -q GLIBC_ABI_DT_RELR <<< "$(readelf -V "$root/usr/bin/birdctl")"; then
 fi
 # Built-Using: the source packages of the static archives linked in (STATIC_ARCHIVES,
 # from the Makefile: libdbus, libstdc++), as Debian records code it ships a copy of.
-built_using=$(for archive in ${STATIC_ARCHIVES:-}; do
+built_using=${BUILT_USING:-$(for archive in ${STATIC_ARCHIVES:-}; do
     dpkg-query -W -f='${source:Package} (= ${source:Version})\n' "$(dpkg -S "$archive" | cut -d: -f1)"
-done | sort -u | paste -sd, | sed 's/,/, /g')
+done | sort -u | paste -sd, | sed 's/,/, /g')}
 [[ -n $built_using ]] || { echo "deb: STATIC_ARCHIVES names no packaged archive" >&2; exit 1; }
 
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
