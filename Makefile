@@ -460,7 +460,7 @@ deb-arm64: release-arm64 deps-install
 	    DESTDIR=$(CURDIR)/.build/deb-arm64/root RELEASE=$(ARM64_RELEASE) STRIP_PROGRAM=aarch64-linux-gnu-strip \
 	    RUN_RELEASE="qemu-aarch64-static -L $(ARM64_SYSROOT) $(ARM64_RELEASE)"
 	depends=$$(dist/debian-swift/in-root.sh $(SWIFT60_ROOT) dist/debian-swift/arm64-depends.sh .build/deb-arm64/root/usr/bin/birdctl) && \
-	VERSION=$(VERSION) ARCH=arm64 DEPENDS="$$depends" BUILT_USING="$$(cat $(ARM64_SYSROOT).built-using)" \
+	VERSION=$(VERSION) DEB_ARCH=arm64 DEB_DEPENDS="$$depends" DEB_BUILT_USING="$$(cat $(ARM64_SYSROOT).built-using)" \
 	    dist/deb/build.sh .build/deb-arm64/root $(DEB_ARM64)
 
 # Installs into a DESTDIR and checks the tree, the completions, the man page

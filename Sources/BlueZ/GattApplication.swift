@@ -155,6 +155,13 @@ public final class GattApplication: @unchecked Sendable {
         return Int(offset)
     }
 
+    /// bluetoothd went (on the loop): no central is subscribed any more
+    /// (none said StopNotify); each subscription is said to have ended.
+    public func subscriptionsEnded() {
+        connection.loop.assertInLoop()
+        for uuid in notifying.sorted() { setNotifying(uuid, false) }
+    }
+
     private func setNotifying(_ uuid: String, _ on: Bool) {
         guard on != notifying.contains(uuid), let path = paths[uuid] else { return }
         if on { notifying.insert(uuid) } else { notifying.remove(uuid) }

@@ -17,6 +17,7 @@ public struct PeripheralHealth: Sendable {
     public mutating func record(_ event: BirdPeripheral.Event) {
         switch event {
         case .advertising: advertising = true
+        case .stoppedAdvertising: advertising = false
         case .valueChanged(_, let byCentral): if byCentral { writes += 1 }
         case .refusedWrite: refusedWrites += 1
         case .subscription(let field, let subscribed):

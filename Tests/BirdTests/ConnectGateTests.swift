@@ -74,6 +74,14 @@ struct ConnectGateTests {
         _ = fleet.servicesResolved(device: device, characteristics: characteristics)
         #expect(fleet.stopRequested().contains(.disconnect(device)), "our own link is undone")
 
+        // Given up before the answer (Ctrl-C): the Connect went to a device
+        // already connected, so no Disconnect; to one that was not, one.
+        var early = BirdFleet.connectingToRobin(watchAlpha)
+        _ = early.connectSentWhileConnected(device)
+        #expect(!early.stopRequested().contains(.disconnect(device)), "another program's link stays up")
+        var ours = BirdFleet.connectingToRobin(watchAlpha)
+        #expect(ours.stopRequested().contains(.disconnect(device)), "our own attempt is undone")
+
         var borrowing = BirdFleet.connectingToRobin()
         _ = borrowing.connectReplied(0, .success(()), alreadyConnected: true)
         _ = borrowing.servicesResolved(device: device, characteristics: characteristics)

@@ -64,7 +64,8 @@ struct MetricsTests {
 
     /// A scan serves the adapters' part of the page (what each heard, no
     /// birds followed); serve the peripheral's (advertising, fields notified,
-    /// writes taken and refused). Both pass `promtool check metrics`.
+    /// writes taken and refused; nothing advertised nor notified while
+    /// bluetoothd is gone). Both pass `promtool check metrics`.
     @Test func scanAndServeServeTheirPages() async throws {
         let fake = try await FakeBlueZ()
         try await fake.addBird(address: Self.birds[0], rssi: -50)
@@ -72,10 +73,10 @@ struct MetricsTests {
         _ = try await scan.line(containing: "\"found\"", within: .seconds(30))
         let scanPort = try #require(await Self.metricsPort(of: scan))
         let scanned = try await Self.checkedPage(port: scanPort)
-        #expect(scanned.contains("birdctl_discovery_starts_total{adapter=\"hci0\"} 1"), "\(scanned)")
+        #expect(scanned.split(separator: "\n").contains("birdctl_discovery_starts_total{adapter=\"hci0\"} 1"), "\(scanned)")
         let heard = scanned.split(separator: "\n").first { $0.hasPrefix("birdctl_advertisements_total{adapter=\"hci0\"} ") }
         #expect((heard?.split(separator: " ").last).flatMap { Int($0) } ?? 0 >= 1, "\(scanned)")
-        #expect(scanned.contains("birdctl_adapter_links{adapter=\"hci0\"} 0"))
+        #expect(scanned.split(separator: "\n").contains("birdctl_adapter_links{adapter=\"hci0\"} 0"))
         #expect(!scanned.contains("birdctl_bird_") && !scanned.contains("birdctl_serve_"), "\(scanned)")
         scan.signal(SIGINT)
         #expect(try await scan.waitForExit() == 0)
@@ -95,6 +96,14 @@ struct MetricsTests {
             #expect(served.split(separator: "\n").contains { $0 == line }, "\(line): \(served)")
         }
         #expect(!served.contains("birdctl_adapter_") && !served.contains("birdctl_bird_"), "\(served)")
+        // bluetoothd goes: nothing is advertised nor notified; back, serve advertises again.
+        try await fake.stop()
+        _ = try await serve.line(containing: "\"stopped_advertising\"")
+        let stopped = try await Self.checkedPage(port: servePort).split(separator: "\n")
+        #expect(stopped.contains("birdctl_serve_advertising 0") && stopped.contains("birdctl_serve_notifying_fields 0"), "\(stopped)")
+        try await fake.start()
+        _ = try await serve.line(containing: "\"advertising\"")
+        #expect(try await Self.checkedPage(port: servePort).split(separator: "\n").contains("birdctl_serve_advertising 1"))
         serve.signal(SIGINT)
         #expect(try await serve.waitForExit() == 0)
     }

@@ -80,8 +80,8 @@ struct HealthPageTests {
         #expect(Set(families).count == families.count, "each family once: \(families)")
     }
 
-    /// BlueZ's error kinds as labels: snake case, from a closed set.
-    /// serve's page: advertising, the fields notified now, writes by result; no adapters nor birds.
+    /// serve's page: advertising, the fields notified now, writes by result;
+    /// no adapters nor birds. bluetoothd gone, nothing is advertised nor notified.
     @Test func servesPageSaysWhatCentralsDid() {
         var peripheral = PeripheralHealth()
         for event: BirdPeripheral.Event in [
@@ -99,8 +99,12 @@ struct HealthPageTests {
         #expect(lines.contains("birdctl_serve_writes_total{result=\"accepted\"} 1"))
         #expect(lines.contains("birdctl_serve_writes_total{result=\"refused\"} 0"))
         #expect(!lines.contains { $0.contains("birdctl_adapter_") || $0.contains("birdctl_bird_") }, "\(lines)")
+        peripheral.record(.stoppedAdvertising)
+        peripheral.record(.subscription(.alpha, subscribed: false))
+        #expect(peripheral.advertising == false && peripheral.notifyingFields.isEmpty)
     }
 
+    /// BlueZ's error kinds as labels: snake case, from a closed set.
     @Test func errorKindsAreSnakeCaseLabels() {
         #expect(BlueZError.Kind.inProgress.label == "in_progress")
         #expect(BlueZError.Kind.timeout.label == "timeout")

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Builds birdctl's .deb from a staged /usr tree: ROOT (from `make install
 # PREFIX=/usr DESTDIR=ROOT`) → DEB. VERSION comes from the Makefile; a
-# package for another architecture (make deb-arm64) is given ARCH, DEPENDS
-# (its libraries' packages) and BUILT_USING, which this machine cannot tell.
+# package for another architecture (make deb-arm64) is given DEB_ARCH,
+# DEB_DEPENDS (its libraries' packages) and DEB_BUILT_USING, which this
+# machine's dpkg cannot tell.
 set -euo pipefail
 root=$(cd "$1" && pwd)
 deb=$(realpath -m "$2")
 here=$(cd "$(dirname "$0")" && pwd)
-arch=${ARCH:-$(dpkg --print-architecture)}
+arch=${DEB_ARCH:-$(dpkg --print-architecture)}
+if [[ $arch != "$(dpkg --print-architecture)" && ( -z ${DEB_DEPENDS:-} || -z ${DEB_BUILT_USING:-} ) ]]; then
+    echo "deb: a package for $arch needs DEB_DEPENDS and DEB_BUILT_USING" >&2
+    exit 1
+fi
 
 # Debian ships manual pages compressed.
 gzip -9nf "$root/usr/share/man/man1/birdctl.1"
@@ -23,8 +28,8 @@ chmod 644 "$docs/changelog.gz"
 
 # Depends: the shared libraries the binary links (libc, libm),
 # as dpkg-shlibdeps names their packages, and bluez (bluetoothd) to talk to.
-if [[ -n ${DEPENDS:-} ]]; then
-    libs=$DEPENDS
+if [[ -n ${DEB_DEPENDS:-} ]]; then
+    libs=$DEB_DEPENDS
 else
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
@@ -41,7 +46,7 @@ if grep -q GLIBC_ABI_DT_RELR <<< "$(readelf -V "$root/usr/bin/birdctl")"; then
 fi
 # Built-Using: the source packages of the static archives linked in (STATIC_ARCHIVES,
 # from the Makefile: libdbus, libstdc++), as Debian records code it ships a copy of.
-built_using=${BUILT_USING:-$(for archive in ${STATIC_ARCHIVES:-}; do
+built_using=${DEB_BUILT_USING:-$(for archive in ${STATIC_ARCHIVES:-}; do
     dpkg-query -W -f='${source:Package} (= ${source:Version})\n' "$(dpkg -S "$archive" | cut -d: -f1)"
 done | sort -u | paste -sd, | sed 's/,/, /g')}
 [[ -n $built_using ]] || { echo "deb: STATIC_ARCHIVES names no packaged archive" >&2; exit 1; }

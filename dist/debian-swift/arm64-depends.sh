@@ -10,4 +10,6 @@ mkdir -p "$work/debian"
 printf 'Source: birdctl\n\nPackage: birdctl\nArchitecture: any\n' > "$work/debian/control"
 binary=$(realpath "$1")
 # Its warnings (libc6's diversions of the usr-merge) are said, not fatal.
-cd "$work" && DEB_HOST_ARCH=arm64 dpkg-shlibdeps -O "$binary" | sed -n 's/^shlibs:Depends=//p'
+depends=$(cd "$work" && DEB_HOST_ARCH=arm64 dpkg-shlibdeps -O "$binary" | sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "arm64-depends: dpkg-shlibdeps found no libraries of $binary" >&2; exit 1; }
+echo "$depends"

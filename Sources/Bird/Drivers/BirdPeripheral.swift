@@ -12,6 +12,9 @@ public final class BirdPeripheral: @unchecked Sendable {
     public enum Event: Sendable {
         /// Registered and advertising on this adapter.
         case advertising(adapter: String)
+        /// bluetoothd went: nothing is advertised or served until it is back
+        /// (then registered again, and `advertising` said).
+        case stoppedAdvertising
         /// A value changed (set here, or written by a central).
         case valueChanged(BirdValue, byCentral: Bool)
         case refusedWrite(BirdValueError)
@@ -101,6 +104,8 @@ public final class BirdPeripheral: @unchecked Sendable {
             if registered {
                 // bluetoothd restarted: register again when it is back.
                 registered = false
+                application.subscriptionsEnded()
+                onEvent(.stoppedAdvertising)
             } else if core.adapter == nil {
                 finish(.failed(.unavailable(error)))
             }

@@ -444,6 +444,7 @@ public final class CentralDriver: @unchecked Sendable {
             return apply { $0.connectReplied(id, .failure(BlueZError(.other, message: "not sent: given up"))) }
         }
         let alreadyConnected = client.tree.device(device)?.connected == true
+        if alreadyConnected { apply { $0.connectSentWhileConnected(device) } }
         let timeout = fleet.configuration.connectTimeout + .seconds(1)
         let adapter = AdapterPool.adapter(of: device)
         counters.count(adapter) { $0.connectAttempts += 1 }

@@ -275,13 +275,24 @@ public struct BirdFleet: Sendable {
         return on(id) { $0.scanFailed(error) }
     }
 
+    /// The Connect let through went to `device` while it was connected
+    /// (another program's link, not ours to undo, even before the answer).
+    public mutating func connectSentWhileConnected(_ device: ObjectPath) -> [Action] {
+        gate.sentWhileConnected(device)
+        return []
+    }
+
     /// The Connect of machine `id` was answered; `alreadyConnected`: its
     /// device was connected when it was sent (another program's link, not
     /// ours to undo). A reply to an attempt given up is nobody's.
     public mutating func connectReplied(
         _ id: MachineID, _ result: Result<Void, BlueZError>, alreadyConnected: Bool = false
     ) -> [Action] {
-        guard gate.replied(id, alreadyConnected: alreadyConnected) else { return afterEvent([]) }
+        guard gate.replied(id, alreadyConnected: alreadyConnected) else {
+            // Given up: nobody's link, but the attempt (and a check of a limit it made) is over.
+            scheduler?.attemptEnded(id)
+            return afterEvent([])
+        }
         var moved: [Action] = []
         if scheduler != nil, case .success = result, let device = central(id)?.currentDevice {
             linked.insert(device)

@@ -88,6 +88,13 @@ struct ConnectGate: Sendable {
         return borrowed.remove(device) == nil
     }
 
+    /// The Connect out went to a device already connected (another
+    /// program's link): it is borrowed from now on, before the answer comes,
+    /// so that an attempt given up meanwhile does not undo it.
+    mutating func sentWhileConnected(_ device: ObjectPath) {
+        if out?.device == device { borrowed.insert(device) }
+    }
+
     /// The device's link went down (or the device went): a link made later
     /// is ours.
     mutating func linkEnded(_ device: ObjectPath) { borrowed.remove(device) }

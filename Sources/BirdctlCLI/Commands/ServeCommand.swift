@@ -96,6 +96,9 @@ enum ServeCommand {
             object.add("event", "advertising")
             object.add("adapter", adapter)
             text = "advertising the Bird Service on \(adapter)"
+        case .stoppedAdvertising:
+            object.add("event", "stopped_advertising")
+            text = "bluetoothd went: not advertising until it is back"
         case .valueChanged(let value, let byCentral):
             object.add("event", byCentral ? "written" : "value")
             object.add("field", value.field.rawValue)
