@@ -61,7 +61,8 @@ struct ConnectGateTests {
     /// link went down, a link made again is ours, and is undone.
     @Test func aBorrowedLinkIsLeftUpAndALinkMadeLaterIsOurs() {
         var fleet = BirdFleet.connectingToRobin(watchAlpha)
-        _ = fleet.connectReplied(0, .success(()), alreadyConnected: true)
+        _ = fleet.connectSentWhileConnected(device)
+        _ = fleet.connectReplied(0, .success(()))
         _ = fleet.servicesResolved(device: device, characteristics: characteristics)
         _ = fleet.notifyStarted(0, .alpha, .success(()))
         _ = fleet.readCompleted(0, .alpha, .success(Array("80".utf8)))
@@ -70,7 +71,7 @@ struct ConnectGateTests {
         var again = fleet.deviceSighted(birdSighting)
         if again.contains(.armTimer(.machine(0, .listen), .seconds(1))) { again += fleet.timerFired(.machine(0, .listen)) }
         #expect(connects(again) == [0], "\(again)")
-        _ = fleet.connectReplied(0, .success(()), alreadyConnected: false)
+        _ = fleet.connectReplied(0, .success(()))
         _ = fleet.servicesResolved(device: device, characteristics: characteristics)
         #expect(fleet.stopRequested().contains(.disconnect(device)), "our own link is undone")
 
@@ -83,7 +84,8 @@ struct ConnectGateTests {
         #expect(ours.stopRequested().contains(.disconnect(device)), "our own attempt is undone")
 
         var borrowing = BirdFleet.connectingToRobin()
-        _ = borrowing.connectReplied(0, .success(()), alreadyConnected: true)
+        _ = borrowing.connectSentWhileConnected(device)
+        _ = borrowing.connectReplied(0, .success(()))
         _ = borrowing.servicesResolved(device: device, characteristics: characteristics)
         let done = borrowing.readCompleted(0, .alpha, .success(Array("80".utf8)))
         #expect(done.last == .finish(.success))

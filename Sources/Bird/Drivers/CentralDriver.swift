@@ -443,8 +443,7 @@ public final class CentralDriver: @unchecked Sendable {
         guard fleet.awaitsConnect(id, device) else {
             return apply { $0.connectReplied(id, .failure(BlueZError(.other, message: "not sent: given up"))) }
         }
-        let alreadyConnected = client.tree.device(device)?.connected == true
-        if alreadyConnected { apply { $0.connectSentWhileConnected(device) } }
+        if client.tree.device(device)?.connected == true { apply { $0.connectSentWhileConnected(device) } }
         let timeout = fleet.configuration.connectTimeout + .seconds(1)
         let adapter = AdapterPool.adapter(of: device)
         counters.count(adapter) { $0.connectAttempts += 1 }
@@ -452,7 +451,7 @@ public final class CentralDriver: @unchecked Sendable {
             // A reply after the deadline (which counted it) is nobody's.
             let taken = fleet.awaitsConnect(id, device)
             if taken, case .failure(let error) = result { counters.connectFailed(adapter, error.kind.label) }
-            apply { $0.connectReplied(id, result, alreadyConnected: alreadyConnected) }
+            apply { $0.connectReplied(id, result) }
             // ServicesResolved may already be true (cached GATT): no change event will come.
             if taken, case .success = result, client.tree.device(device)?.servicesResolved == true { resolved(device) }
         }

@@ -282,13 +282,10 @@ public struct BirdFleet: Sendable {
         return []
     }
 
-    /// The Connect of machine `id` was answered; `alreadyConnected`: its
-    /// device was connected when it was sent (another program's link, not
-    /// ours to undo). A reply to an attempt given up is nobody's.
-    public mutating func connectReplied(
-        _ id: MachineID, _ result: Result<Void, BlueZError>, alreadyConnected: Bool = false
-    ) -> [Action] {
-        guard gate.replied(id, alreadyConnected: alreadyConnected) else {
+    /// The Connect of machine `id` was answered. A reply to an attempt
+    /// given up is nobody's.
+    public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        guard gate.replied(id) else {
             // Given up: nobody's link, but the attempt (and a check of a limit it made) is over.
             scheduler?.attemptEnded(id)
             return afterEvent([])

@@ -106,15 +106,13 @@ struct ConnectGate: Sendable {
         out?.abandoned = true
     }
 
-    /// The Connect of machine `id` was answered; `alreadyConnected`: the
-    /// device was connected when it was sent. The next attempt may go. True
-    /// if the reply is the machine's (its attempt out, not given up).
-    mutating func replied(_ id: BirdFleet.MachineID, alreadyConnected: Bool) -> Bool {
+    /// The Connect of machine `id` was answered (a link it found up is
+    /// borrowed already: `sentWhileConnected`). The next attempt may go.
+    /// True if the reply is the machine's (its attempt out, not given up).
+    mutating func replied(_ id: BirdFleet.MachineID) -> Bool {
         guard let attempt = out, attempt.id == id else { return false }
         out = nil
-        guard !attempt.abandoned else { return false }
-        if alreadyConnected { borrowed.insert(attempt.device) }
-        return true
+        return !attempt.abandoned
     }
 
     /// The next attempt, if none is out, the gap has passed and `mayGo` lets

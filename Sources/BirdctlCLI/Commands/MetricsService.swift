@@ -58,6 +58,12 @@ final class MetricsService: @unchecked Sendable {
 
     init(_ endpoint: MetricsEndpoint, for command: Command) { (self.endpoint, self.command) = (endpoint, command) }
 
+    /// The service `--metrics` asks for, if given (a bad endpoint is a usage error).
+    static func requested(in arguments: Arguments, for command: Command) throws(UsageError) -> MetricsService? {
+        guard let text = arguments.value(.metrics) else { return nil }
+        return MetricsService(try MetricsEndpoint(text), for: command)
+    }
+
     /// Listens (on the loop); a failure says why and is the command's end.
     func start(on loop: EventLoop) -> Bool {
         do {

@@ -23,7 +23,7 @@ enum ScanCommand {
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments, pool: true)
         guard arguments.positionals.isEmpty else { throw UsageError("scan takes no arguments") }
-        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text), for: .scan) }
+        let metrics = try MetricsService.requested(in: arguments, for: .scan)
 
         return try Session.run(json: common.json, verbose: common.verbose) { session in
             let formatter = session.formatter

@@ -21,7 +21,7 @@ enum ServeCommand {
         guard arguments.positionals.isEmpty else { throw UsageError("serve takes no arguments") }
         let alpha = arguments.birdValue(.alpha)
         let animated = arguments.has(.animate)
-        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text), for: .serve) }
+        let metrics = try MetricsService.requested(in: arguments, for: .serve)
 
         return try Session.run(json: common.json, verbose: common.verbose) { session in
             let formatter = session.formatter

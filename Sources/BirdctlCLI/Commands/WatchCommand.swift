@@ -85,7 +85,7 @@ enum WatchCommand {
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
         for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
 
-        let metrics = try arguments.value(.metrics).map { text throws(UsageError) in MetricsService(try MetricsEndpoint(text), for: .watch) }
+        let metrics = try MetricsService.requested(in: arguments, for: .watch)
 
         return try Session.run(json: common.json, verbose: common.verbose) { session throws(UsageError) in
             let formatter = session.formatter
