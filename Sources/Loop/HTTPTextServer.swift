@@ -61,6 +61,7 @@ public final class HTTPTextServer: @unchecked Sendable {
         watch = loop.watchReadable(listener) { [unowned self] in acceptAll() }
     }
 
+    /// Released on the loop, or after `stop()` there (a stopped server touches nothing).
     deinit { stop() }
 
     /// Stops listening and drops every client (on the loop).

@@ -1,6 +1,7 @@
 import CTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import TestProcesses
 
 /// A real MQTT broker (Debian's `mosquitto`) on a free loopback port, with a
@@ -100,13 +101,13 @@ public final class MosquittoBroker: @unchecked Sendable {
                 if data.isEmpty { break }
                 said += String(decoding: data, as: UTF8.self)
             }
-            running.value = said.contains(" running")  // read after the signal below
+            running.value.store(said.contains(" running"), ordering: .releasing)
             answered.signal()
             // Drained to the end, so the broker never blocks on a full pipe.
             while !handle.nextChunk().isEmpty {}
             try? handle.close()
         }
-        guard answered.wait(timeout: .now() + 10) == .success, running.value else {
+        guard answered.wait(timeout: .now() + 10) == .success, running.value.load(ordering: .acquiring) else {
             process.kill()
             throw TestSetupError("mosquitto did not start:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
@@ -218,6 +219,8 @@ public final class MosquittoBroker: @unchecked Sendable {
 
 /// Whether mosquitto said it is running: written by the reader thread before
 /// it signals, read after the wait.
-private final class SaidRunning: @unchecked Sendable {
-    var value = false
+/// An atomic, not a plain flag: a semaphore signalled before its wait
+/// passes through libdispatch, where ThreadSanitizer sees no ordering.
+private final class SaidRunning: Sendable {
+    let value = Atomic<Bool>(false)
 }

@@ -1,4 +1,5 @@
 import Loop
+import Synchronization
 
 extension EventLoop {
     /// A loop running on a thread of its own, as a connection's does.
@@ -12,20 +13,22 @@ extension EventLoop {
 /// Calls `body` on the loop and waits for `ready` to be called there; false
 /// if it was not within 5 s.
 func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable (_ ready: @escaping @Sendable () -> Void) -> Void) async -> Bool {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-        let once = Once()
+    let once = Once()
+    let called = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         loop.execute {
             loop.schedule(after: .seconds(5)) { if once.first() { continuation.resume(returning: false) } }
             body { if once.first() { continuation.resume(returning: true) } }
         }
     }
+    // The resume alone orders nothing for ThreadSanitizer when it lands before
+    // the task suspends; this acquire pairs with first()'s release.
+    once.settle()
+    return called
 }
 
 /// True the first time only.
-final class Once: @unchecked Sendable {
-    private var done = false
-    func first() -> Bool {
-        defer { done = true }
-        return !done
-    }
+final class Once: Sendable {
+    private let done = Atomic<Bool>(false)
+    func first() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+    func settle() { _ = done.load(ordering: .acquiring) }
 }
