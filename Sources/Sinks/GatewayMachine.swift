@@ -219,8 +219,8 @@ public struct GatewayMachine: Sendable {
             actions.append(.publish(.event(address: nil, report)))
             linkLimits[adapter] = .some(limit)
             actions += linksNow()
-        case .gaveUp(let failure):
-            actions.append(.publish(.event(address: nil, report)))
+        case .gaveUp(let failure, let bird):
+            actions.append(.publish(.event(address: bird?.address, report)))
             if failure.isConnectFailure { actions += connectFailed() }
         case .waiting, .adapterReset, .discoveryDeaf:
             actions.append(.publish(.event(address: nil, report)))

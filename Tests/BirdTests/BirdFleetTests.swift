@@ -156,7 +156,7 @@ struct BirdFleetTests {
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
         _ = fleet.deviceSighted(birdSighting)
         let failed = fleet.connectReplied(0, .failure(BlueZError(.failed, message: "le-connection-abort-by-remote")))
-        #expect(reports(failed) == [.gaveUp(.connectFailed(BlueZError(.failed, message: "le-connection-abort-by-remote")))])
+        #expect(reports(failed) == [.gaveUp(.connectFailed(BlueZError(.failed, message: "le-connection-abort-by-remote")), bird: robin)])
         #expect(!fleet.isFinished && !fleet.runs(0))
         #expect((fleet.deviceSighted(birdSighting) + fleet.timerFired(.connectGap)).contains(.connect(1, device)))
     }
@@ -243,7 +243,7 @@ struct BirdFleetTests {
         #expect(!refused.contains { if case .pair = $0 { true } else { false } })
         #expect(refused.contains(.disconnect(device)))
         // Given up, and forgotten at once: a stranger is not ours (a gateway clears what it published).
-        #expect(reports(refused).suffix(2) == [.gaveUp(.pairingNotNamed(robin, Self.notPaired)), .forgotten(address: robin.address)])
+        #expect(reports(refused).suffix(2) == [.gaveUp(.pairingNotNamed(robin, Self.notPaired), bird: robin), .forgotten(address: robin.address)])
         #expect(fleet.deviceSighted(birdSighting).isEmpty, "heard again: left alone")
         for _ in 1..<BirdFleet.ticksToForget { _ = fleet.timerFired(.forgetTick) }
         #expect(fleet.deviceSighted(birdSighting).isEmpty)

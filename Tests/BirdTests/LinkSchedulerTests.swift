@@ -10,6 +10,11 @@ private func bird(_ n: Int) -> (sighting: Sighting, path: ObjectPath, alpha: Obj
             ObjectPath("\(path)/service000a/char000f"), address)
 }
 
+/// Bird n as the fleet reports it.
+private func peripheral(_ n: Int) -> BirdCentral.Peripheral {
+    BirdCentral.Peripheral(path: bird(n).path, address: bird(n).address, name: "Bird\(n)")
+}
+
 private let watchAlpha = BirdCentral.Configuration(mode: .watch(reconnect: true), fields: [.alpha], scanTimeout: nil)
 
 private func connects(_ actions: [BirdFleet.Action]) -> [ObjectPath] {
@@ -47,7 +52,7 @@ private extension BirdFleet {
     mutating func refusedTwice(_ n: Int, id: MachineID, up: [Int]) -> [Action] {
         let devices = up.map { bird($0).path }
         let first = deadlinePassed(id, up: devices)
-        #expect(first.contains(.report(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: devices.count)))))
+        #expect(first.contains(.report(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: devices.count), bird: peripheral(n)))))
         #expect(!first.contains { if case .report(.links) = $0 { true } else { false } }, "one deadline is no proof")
         #expect(connects(first + timerFired(.connectGap)) == [bird(n).path], "another chance at once")
         return deadlinePassed(id + 1, up: devices)
@@ -68,7 +73,7 @@ struct LinkSchedulerTests {
         #expect(connects(fleet.deviceSighted(fourth.sighting) + fleet.timerFired(.connectGap)) == [fourth.path])
         let deadline = fleet.refusedTwice(4, id: 3, up: [1, 2, 3])
         let said = reports(deadline)
-        #expect(said.contains(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: 3))))
+        #expect(said.contains(.gaveUp(.connectTimeoutWithLinksUp(adapter: "hci0", links: 3), bird: peripheral(4))))
         #expect(said.contains(.links(adapter: "hci0", used: 3, limit: 3, learned: true)))
         // Bird 3 (the newest held by choice) is polled from now on: its link is undone.
         #expect(said.contains { if case .polled(let p) = $0 { p.address == bird(3).address } else { false } })
@@ -433,7 +438,7 @@ struct GivenUpAfterALinkTests {
         _ = fleet.servicesResolved(device: bird(1).path, characteristics: [.alpha: bird(1).alpha])
         _ = fleet.notifyStarted(0, .alpha, .failure(BlueZError(.notPermitted, message: "Not paired")))
         let refused = fleet.pairCompleted(0, .failure(BlueZError(.authenticationFailed)))
-        #expect(reports(refused).contains(.disconnected(BirdCentral.Peripheral(path: bird(1).path, address: bird(1).address, name: "Bird1"))))
-        #expect(reports(refused).contains(.gaveUp(.pairingFailed(BlueZError(.authenticationFailed)))))
+        #expect(reports(refused).contains(.disconnected(peripheral(1))))
+        #expect(reports(refused).contains(.gaveUp(.pairingFailed(BlueZError(.authenticationFailed)), bird: peripheral(1))))
     }
 }

@@ -76,6 +76,15 @@ struct FormattingTests {
         #expect(Self.text.eventText(.disconnected(Self.robin)) == "disconnected from Robin (F0:0D:B1:7D:00:01)")
     }
 
+    /// One bird given up in `watch --all` is named; the command's own failure is not a bird's.
+    @Test func aBirdGivenUpIsNamed() {
+        #expect(Self.json.eventLine(.gaveUp(.connectionLost, bird: Self.robin))?.hasSuffix(
+            #""event":"error","address":"F0:0D:B1:7D:00:01","message":"the connection was lost"}"#) == true)
+        #expect(Self.text.eventText(.gaveUp(.connectionLost, bird: Self.robin)) == "F0:0D:B1:7D:00:01: the connection was lost")
+        #expect(Self.json.eventLine(.gaveUp(.connectionLost))?.hasSuffix(
+            #""event":"error","message":"the connection was lost"}"#) == true)
+    }
+
     /// A link limit learned, and one forgotten (null: not known), in both forms.
     @Test func linksEventsSayALimitOrNone() {
         #expect(Self.json.eventLine(.links(adapter: "hci0", used: 2, limit: 2, learned: true))?.hasSuffix(

@@ -123,17 +123,17 @@ extension BirdFleet {
                 drop(id, keepHeard: pool != nil)
                 // Its link is being undone: say so, if it did not (a gateway
                 // would otherwise keep the bird online for ever).
-                if let sighting, linked.contains(sighting.device),
-                    !actions.contains(where: { if case .report(.disconnected(let p)) = $0 { p.path == sighting.device } else { false } })
+                let bird = sighting.map { BirdCentral.Peripheral(path: $0.device, address: $0.address, name: $0.name) }
+                if let bird, linked.contains(bird.path),
+                    !actions.contains(where: { if case .report(.disconnected(let p)) = $0 { p.path == bird.path } else { false } })
                 {
-                    actions.append(.report(.disconnected(
-                        BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name))))
+                    actions.append(.report(.disconnected(bird)))
                 }
                 if case .failed(let failure) = result {
                     if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
                         declined[bird.address.uppercased()] = tick
                     }
-                    actions.append(.report(.gaveUp(failure)))
+                    actions.append(.report(.gaveUp(failure, bird: bird)))
                     // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
                     if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
                     if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {

@@ -154,8 +154,9 @@ extension BirdCentral {
         /// The peripheral asks for security: pairing (Just Works unless a person confirms).
         case pairing(Peripheral)
         case paired(Peripheral)
-        /// `watch --all`: one bird's session ended; it will be picked up again if heard.
-        case gaveUp(CommandFailure)
+        /// One bird's session ended (`bird`: which, in `watch --all`); it
+        /// will be picked up again if heard.
+        case gaveUp(CommandFailure, bird: Peripheral? = nil)
         /// `watch --all`: the bird at this address was neither heard nor
         /// connected for the fleet's `forgetAfter`: nothing of it is kept.
         case forgotten(address: String)

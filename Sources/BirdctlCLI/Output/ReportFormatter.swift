@@ -126,9 +126,10 @@ struct ReportFormatter {
             var object = event("error", p)
             object.add("message", "could not \(what): \(error)")
             return object.rendered
-        case .gaveUp(let failure):
-            // A stranger asking for pairing names itself; other failures are the command's.
-            var object = if case .pairingNotNamed(let p, _) = failure { event("pairing-declined", p) } else { event("error", nil) }
+        case .gaveUp(let failure, let bird):
+            // A stranger asking for pairing names itself; other failures are
+            // the bird's in `watch --all`, else the command's.
+            var object = if case .pairingNotNamed(let p, _) = failure { event("pairing-declined", p) } else { event("error", bird) }
             object.add("message", failure.message)
             return object.rendered
         case .waiting(let message):
@@ -196,7 +197,8 @@ struct ReportFormatter {
         case .disconnected(let p): "disconnected from \(label(p))"
         case .retrying(let p, let attempt, let error): "connecting to \(p.address) failed (\(error)); attempt \(attempt)"
         case .operationFailed(let p, let what, let error): "could not \(what) on \(p.address): \(explained(error))"
-        case .gaveUp(let failure): failure.message
+        case .gaveUp(let failure, let bird?): "\(bird.address): \(failure.message)"
+        case .gaveUp(let failure, nil): failure.message
         case .waiting(let message): message
         case .forgotten(let address): "forgot \(address): not heard for a while"
         case .links(let adapter, let used, let limit?, let learned):
