@@ -65,6 +65,25 @@ struct LinkSchedulerTests {
     /// never completes, twice. The limit is learned from that, said, and one
     /// link is made free for polling: the newest bird held by choice is
     /// polled from then on.
+    /// A limit an earlier run learned (by the adapter's address) is taken
+    /// when the adapter is first seen, said as learned, and held to; another
+    /// adapter's is not.
+    @Test func aRememberedLimitIsTakenAtStart() {
+        var remembered = LinkPolicy()
+        remembered.remembered = ["00:AA:01:00:00:00": 2, "00:AA:02:00:00:00": 5]
+        var fleet = BirdFleet(watchAlpha, all: true, links: remembered)
+        let addressed = AdapterChoice(path: adapter.path, name: adapter.name, powered: true, address: "00:aa:01:00:00:00")
+        let ready = fleet.bluetoothReady(adapter: addressed, requested: nil)
+        #expect(reports(ready) == [.links(adapter: "hci0", used: 0, limit: 2, learned: true)])
+        #expect(ready.contains(.armTimer(.limitRecheck, .seconds(600))), "checked again as any learned limit")
+        for n in 1...2 { #expect(connects(fleet.stream(n, id: n - 1)) == [bird(n).path]) }
+        #expect(connects(fleet.deviceSighted(bird(3).sighting) + fleet.timerFired(.connectGap)).isEmpty, "no third link")
+        #expect(fleet.linkLimit(on: adapter.path) == (2, true))
+
+        var unknown = BirdFleet(watchAlpha, all: true, links: remembered)
+        #expect(reports(unknown.bluetoothReady(adapter: adapter, requested: nil)).isEmpty, "an adapter of no known address takes nothing")
+    }
+
     @Test func aLimitIsLearnedAndOneLinkKeptForPolling() {
         var fleet = BirdFleet(watchAlpha, all: true)
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)

@@ -1,4 +1,6 @@
 import FakeBlueZSupport
+import TestProcesses
+import Foundation
 import DBus
 import Glibc
 import Testing
@@ -44,5 +46,57 @@ struct LinkLimitTests {
         let links = try await fake.call("Links")
         #expect(links.first?.integer == 2, "never more than two links up: \(links)")
         #expect(links.last?.integer == 2, "two Connects past the limit, the two it was learned from: \(links)")
+    }
+
+    /// A limit learned is kept in the state directory (by the adapter's
+    /// address), and the birds followed; killed and started again, birdctl
+    /// takes the limit at once, says so, learns nothing again, and adopts
+    /// the links the first run left up (polled birds are read in turn, none
+    /// kept from the others). A state file it cannot read is said and ignored.
+    @Test func aLearnedLimitOutlivesARestart() async throws {
+        let fake = try await FakeBlueZ()
+        for n in 1...4 { try await fake.addBird(address: "F0:0D:B1:7D:00:0\(n)", name: "Bird\(n)", alpha: "\(10 * n)") }
+        try await fake.call("SetMaxLinks", .uint32(2))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("birdctl-state-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("state")
+        let arguments = ["watch", "--all", "alpha", "--json", "--connect-timeout", "2", "--state-dir", directory.path]
+
+        let first = try BirdctlProcess(arguments, environment: fake.environment)
+        let learned = try parseJSON(try await first.line(containing: "\"links\"", within: .seconds(60)))
+        #expect(learned["limit"] as? Int == 2 && learned["limit_learned"] as? Bool == true, "\(learned)")
+        let kept = try String(contentsOf: file, encoding: .utf8)
+        #expect(kept.hasPrefix("birdctl-state 1\nlimit 00:AA:01:00:00:00 2\nbird F0:0D:B1:7D:00:01 "), "\(kept)")
+        first.signal(SIGKILL)
+        _ = try await first.waitForExit()
+        let refused = try await fake.call("Links").last?.integer ?? 0
+
+        let second = try BirdctlProcess(arguments, environment: fake.environment)
+        let recalled = try parseJSON(try await second.line(containing: "\"event\"", within: .seconds(30)))
+        #expect(recalled["event"] as? String == "links" && recalled["limit"] as? Int == 2 && recalled["limit_learned"] as? Bool == true,
+                "the limit taken at start, before any connect: \(recalled)")
+        var read: Set<String> = []
+        while read.count < 4 {
+            let event = try parseJSON(try await second.line(containing: "\"event\"", within: .seconds(60)))
+            if event["event"] as? String == "reading" { read.insert(event["address"] as? String ?? "") }
+            #expect(event["event"] as? String != "links" || event["limit"] as? Int == 2, "no other limit: \(event)")
+        }
+        second.signal(SIGINT)
+        #expect(try await second.waitForExit() == 0)
+        let links = try await fake.call("Links")
+        #expect(links.first?.integer == 2, "never more than two links up: \(links)")
+        // The first run's links, kept by bluetoothd, may be adopted after a new
+        // attempt was let through (birdctl counts the links it knows of): at most one refusal more.
+        #expect((links.last?.integer ?? 0) - refused <= 1, "not learned again from refusals: \(refused) then \(links)")
+        let keptAfter = try String(contentsOf: file, encoding: .utf8)
+        #expect(keptAfter.hasPrefix("birdctl-state 1\nlimit 00:AA:01:00:00:00 2\nbird "), "\(keptAfter)")
+
+        try "birdctl-state 9\nlimit 00:AA:01:00:00:00 1\n".write(to: file, atomically: true, encoding: .utf8)
+        let third = try BirdctlProcess(arguments, environment: fake.environment)
+        _ = try await third.line(containing: "\"event\"", within: .seconds(30))
+        #expect(third.stderr.contains("warning: ignoring the state file \(file.path): it is not a birdctl state file"), "\(third.stderr)")
+        third.signal(SIGINT)
+        #expect(try await third.waitForExit() == 0)
     }
 }

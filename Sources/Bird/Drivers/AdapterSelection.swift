@@ -6,11 +6,14 @@ public struct AdapterChoice: Hashable, Sendable {
     public var path: ObjectPath
     public var name: String
     public var powered: Bool
+    /// Its Bluetooth address (the controller's, kept across restarts and renames).
+    public var address: String
 
-    public init(path: ObjectPath, name: String, powered: Bool) {
+    public init(path: ObjectPath, name: String, powered: Bool, address: String = "") {
         self.path = path
         self.name = name
         self.powered = powered
+        self.address = address.uppercased()
     }
 
     /// nil when there is no adapter (or not the one named). With no name,

@@ -34,7 +34,7 @@ extension Sighting {
     private init(_ device: Device) {
         self.init(
             device: device.path, address: device.address, name: device.name ?? Self.chosenAlias(of: device),
-            rssi: device.rssi, uuids: device.uuids, bonded: device.paired)
+            rssi: device.rssi, uuids: device.uuids, bonded: device.paired, connected: device.connected)
     }
 
     /// An alias someone gave the device; not the one BlueZ makes up from
@@ -50,7 +50,7 @@ extension Sighting {
 
 extension AdapterChoice {
     public init(_ adapter: Adapter) {
-        self.init(path: adapter.path, name: adapter.interfaceName, powered: adapter.powered)
+        self.init(path: adapter.path, name: adapter.interfaceName, powered: adapter.powered, address: adapter.address)
     }
 }
 

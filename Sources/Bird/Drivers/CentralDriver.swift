@@ -245,6 +245,7 @@ public final class CentralDriver: @unchecked Sendable {
         let members = pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? []
         return counters.health(with: members).map { path, counted in
             var health = counted
+            health.address = client.tree.adapters.first { $0.path == path }?.address.uppercased()
             health.links = fleet.linksUp(on: path).up
             (health.limit, health.limitLearned) = fleet.linkLimit(on: path)
             return health

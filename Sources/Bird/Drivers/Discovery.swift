@@ -17,7 +17,8 @@ final class Discovery: @unchecked Sendable {
     var isOn: Bool { requested }
 
     /// Starts discovery on `adapter`. On the loop, `onStarted` gets the devices
-    /// BlueZ heard recently (see `Sighting(heard:)`), because BlueZ does not
+    /// BlueZ heard recently or holds connected (see `Sighting(heard:)`; the
+    /// connected ones first), because BlueZ does not
     /// announce a known device again while its RSSI is unchanged; `onFailure`
     /// runs if BlueZ refuses.
     func start(
@@ -44,7 +45,11 @@ final class Discovery: @unchecked Sendable {
                         return
                     }
                     client.devicesInRange(on: adapter, othersDiscovering: othersDiscovering) { devices in
-                        onStarted(devices.compactMap(Sighting.init(heard:)))
+                        // Those connected first: links up already (an earlier
+                        // run's, kept by bluetoothd) are adopted before a new
+                        // one is tried, and so counted against the adapter's limit.
+                        let connectedFirst = devices.filter(\.connected) + devices.filter { !$0.connected }
+                        onStarted(connectedFirst.compactMap(Sighting.init(heard:)))
                     }
                 }
             }

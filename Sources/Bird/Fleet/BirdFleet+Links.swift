@@ -153,6 +153,19 @@ extension BirdFleet {
         return [.report(.adapterReset(adapter: AdapterPool.name(ofAdapter: path), failure: error))]
     }
 
+    /// Limits an earlier run learned of these adapters (`LinkPolicy.remembered`),
+    /// taken and said as learned the first time each is seen, and checked
+    /// again as every learned limit is.
+    mutating func recallLimits(_ adapters: [AdapterChoice]) -> [Action] {
+        guard var scheduler else { return [] }
+        let recalled = adapters.compactMap { adapter in scheduler.recall(adapter).map { (adapter, $0) } }
+        self.scheduler = scheduler
+        guard !recalled.isEmpty else { return [] }
+        return recalled.map { adapter, limit in
+            .report(.links(adapter: adapter.name, used: linksUp(on: adapter.path).up, limit: limit, learned: true))
+        } + [.armTimer(.limitRecheck, LinkScheduler.limitRecheck)]
+    }
+
     /// The limit the user gave, said once Bluetooth is ready.
     var givenLimit: [Action] {
         guard let scheduler, let limit = scheduler.policy.links else { return [] }

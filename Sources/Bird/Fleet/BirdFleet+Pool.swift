@@ -42,7 +42,7 @@ extension BirdFleet {
             // Discovery on the adapters that came, and their given limit said.
             actions.append(.startScanning(nil, lookUpKnown: nil))
             // As after any adapter's return: the next attempt waits a random gap.
-            actions += linksRestarting(adapters: added.map(\.path))
+            actions += linksRestarting(adapters: added.map(\.path)) + recallLimits(added)
             if let limit = scheduler?.policy.links {
                 actions += added.map { .report(.links(adapter: $0.name, used: 0, limit: limit, learned: false)) }
             }

@@ -168,7 +168,7 @@ public struct BirdFleet: Sendable {
         guard !discovering else { return [] }
         discovering = true
         var actions: [Action] = [.startScanning(nil, lookUpKnown: nil)]
-        actions += everReady ? linksRestarting() : givenLimit
+        actions += everReady ? linksRestarting() : givenLimit + recallLimits(pool?.usable ?? [adapter])
         if !everReady {
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
@@ -215,9 +215,15 @@ public struct BirdFleet: Sendable {
         // short line (the last sighting of each); past its end they are not
         // remembered (they will be heard again), so a crowd of strangers
         // advertising the Bird Service costs a few entries, not a machine each.
+        // A bird BlueZ holds connected already (an earlier run's link)
+        // goes first: adopted, its link counts before a new one is tried.
         if admitting {
             if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
-                waiting[index] = sighting
+                waiting.remove(at: index)
+                waiting.insert(sighting, at: sighting.connected ? 0 : index)
+            } else if sighting.connected {
+                waiting.insert(sighting, at: 0)
+                if waiting.count > Self.waitingLimit { waiting.removeLast() }
             } else if waiting.count < Self.waitingLimit {
                 waiting.append(sighting)
             }
@@ -275,9 +281,14 @@ public struct BirdFleet: Sendable {
         return on(id) { $0.scanFailed(error) }
     }
 
-    /// The Connect let through went to `device` while it was connected
-    /// (another program's link, not ours to undo, even before the answer).
+    /// The Connect let through went to `device` while it was connected:
+    /// another program's link, not ours to undo, even before the answer;
+    /// or, the first time, the link an earlier run of ours left up (a bird
+    /// it followed, `LinkPolicy.rememberedBirds`), adopted as ours.
     public mutating func connectSentWhileConnected(_ device: ObjectPath) -> [Action] {
+        if let address = sightings.values.first(where: { $0.device == device })?.address, scheduler?.adopts(address) == true {
+            return []
+        }
         gate.sentWhileConnected(device)
         return []
     }

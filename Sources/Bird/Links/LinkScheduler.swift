@@ -57,6 +57,10 @@ struct LinkScheduler: Sendable {
     /// heard but out of reach do not power-cycle the adapter every minute.
     private var resetAfter: [ObjectPath: Int] = [:]
     private var random: SplitMix64
+    /// Adapter addresses whose remembered limit was looked at (once each).
+    private var recalled: Set<String> = []
+    /// Remembered birds whose link may still be adopted (the first Connect to each only).
+    private var adoptable: Set<String>
 
     /// The shortest gap between two connection attempts; a random part of up
     /// to as much again is added, so that gateways restarted together drift apart.
@@ -68,7 +72,24 @@ struct LinkScheduler: Sendable {
     init(_ policy: LinkPolicy, seed: UInt64) {
         self.policy = policy
         self.random = SplitMix64(seed: seed)
+        self.adoptable = policy.rememberedBirds
     }
+
+    /// An earlier run's limit for `adapter`, taken as learned the first time
+    /// the adapter is seen (not after an outage: see `restarting`); nil
+    /// if there is none, or a limit is given or known already.
+    mutating func recall(_ adapter: AdapterChoice) -> Int? {
+        guard policy.links == nil, !adapter.address.isEmpty, learnedLimits[adapter.path] == nil,
+            recalled.insert(adapter.address).inserted,
+            let limit = policy.remembered[adapter.address], limit > 0
+        else { return nil }
+        learnedLimits[adapter.path] = limit
+        return limit
+    }
+
+    /// The first Connect to `address` went while it was connected: true if
+    /// an earlier run followed it (its link is adopted), once per bird.
+    mutating func adopts(_ address: String) -> Bool { adoptable.remove(address.uppercased()) != nil }
 
     /// The link limit of this adapter, if known (given or learned).
     func limit(on adapter: ObjectPath) -> Int? { policy.links ?? learnedLimits[adapter] }
@@ -266,6 +287,14 @@ public struct LinkPolicy: Hashable, Sendable {
     public var pollInterval: Duration
     /// The adapter's link limit if the user knows it; else it is learned.
     public var links: Int?
+    /// Limits learned by an earlier run, by adapter address (`--state-dir`):
+    /// taken as learned when the adapter is first seen, so a restart does
+    /// not learn them again from connects that never come.
+    public var remembered: [String: Int] = [:]
+    /// Birds an earlier run followed (addresses, upper case): a link to one
+    /// that is up as this run starts was that run's, and is adopted as ours
+    /// (ours to poll and undo), not left alone as another program's.
+    public var rememberedBirds: Set<String> = []
 
     public static let defaultPollInterval = Duration.seconds(60)
 

@@ -10,18 +10,24 @@ public struct Sighting: Hashable, Sendable {
     public var uuids: [String]
     /// BlueZ holds a bond with the device (`Paired`).
     public var bonded: Bool
+    /// BlueZ holds a link to it already (an earlier run's, or another program's).
+    public var connected: Bool
 
     /// `name` is the device's advertised name or alias, as BlueZ has it: a
     /// peer's (or a user's) text of any length. It is capped here, where it
     /// enters the Bird layer, so that nothing that keeps or prints it (a
     /// session, scan results, the gateway) holds more than `maximumNameBytes`.
-    public init(device: ObjectPath, address: String, name: String?, rssi: Int16?, uuids: [String], bonded: Bool = false) {
+    public init(
+        device: ObjectPath, address: String, name: String?, rssi: Int16?, uuids: [String], bonded: Bool = false,
+        connected: Bool = false
+    ) {
         self.device = device
         self.address = address
         self.name = name.map(Self.capped)
         self.rssi = rssi
         self.uuids = uuids
         self.bonded = bonded
+        self.connected = connected
     }
 
     /// The longest device name BLE carries (the GAP Device Name: 248 bytes).

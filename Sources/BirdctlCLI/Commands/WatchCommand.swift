@@ -52,7 +52,7 @@ enum WatchCommand {
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapters, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .mqttWriteTTL, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
-            .metrics, .quiet, .help,
+            .stateDirectory, .metrics, .quiet, .help,
         ],
         run: run)
 
@@ -71,13 +71,16 @@ enum WatchCommand {
         configuration.duration = arguments.seconds(.duration)
         configuration.quietAfter = arguments.integer(.quietAfter)
 
-        if !all, let given = [Option.forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .discoveryWatchdog].first(where: { arguments.value($0) != nil }) {
+        if !all, let given = [Option.forgetAfter, .hold, .poll, .policy, .pollInterval, .links, .discoveryWatchdog, .stateDirectory].first(where: { arguments.value($0) != nil }) {
             throw UsageError("\(given.name) goes with --all")
         }
-        let links = LinkPolicy(
+        let state = try all ? Self.stateKeeper(arguments) : nil
+        var links = LinkPolicy(
             hold: arguments.addresses(.hold), poll: arguments.addresses(.poll), otherBirds: arguments.choice(.policy),
             pollInterval: arguments.deadline(.pollInterval), links: arguments.integer(.links))
         if let both = links.hold.intersection(links.poll).first { throw UsageError("\(both) is both held and polled") }
+        links.remembered = state?.state.limits ?? [:]
+        links.rememberedBirds = Set(state?.state.birds.keys ?? [:].keys)
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         if gatewayOptions?.fleet != nil && !all { throw UsageError("--fleet goes with --all (the gateways share every Bird)") }
@@ -103,6 +106,7 @@ enum WatchCommand {
                     // last datagrams, calls failing) is neither printed nor published.
                     if session.busLost { return }
                     metrics?.record(report)
+                    state?.record(report)
                     gateway?.handle(report)
                     if quiet { return }
                     switch report {
@@ -144,12 +148,26 @@ enum WatchCommand {
                     metrics?.heard(address, rssi: rssi)
                 }
             }
+            state?.adapters = { [unowned driver] in driver.adapterHealth() }
+            state?.savePeriodically(on: session.connection.loop)
             if let metrics {
                 metrics.adapters = { [unowned driver] in driver.adapterHealth() }
                 if let gateway { metrics.gateway = { [unowned gateway] in gateway.health } }
             }
             return WatchDriver(central: driver, gateway: gateway, metrics: metrics, session: session)
         }
+    }
+
+    /// `--state-dir`, else systemd's `$STATE_DIRECTORY` (its first, when it
+    /// names several): what an earlier run kept; nil if nothing is kept.
+    static func stateKeeper(_ arguments: Arguments) throws(UsageError) -> StateKeeper? {
+        let given = arguments.value(.stateDirectory)
+        let fromSystemd = getenv("STATE_DIRECTORY").map { String(cString: $0).split(separator: ":").first.map(String.init) ?? "" }
+        guard let directory = given ?? fromSystemd, !directory.isEmpty else { return nil }
+        if let problem = StateKeeper.problem(with: directory) {
+            throw UsageError((given != nil ? "--state-dir: " : "$STATE_DIRECTORY: ") + problem)
+        }
+        return StateKeeper(directory: directory) { Diagnostics.say("warning: " + $0) }
     }
 
     /// The credentials' variables, if set.

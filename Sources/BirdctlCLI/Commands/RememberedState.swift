@@ -1,0 +1,219 @@
+import Bird
+import DBus
+import Glibc
+
+/// What `watch --all` keeps across restarts (`--state-dir`, or systemd's
+/// `StateDirectory=`): each adapter's learned link limit, by the adapter's
+/// address, so a restart does not learn them again from connects that never
+/// come; and the birds it followed, with when each was last read, so a link
+/// to one left up by a run that was killed is adopted, not left alone as
+/// another program's. A small text file, written whole and renamed into place:
+///
+///     birdctl-state 1
+///     limit 00:1A:7D:DA:71:13 3
+///     bird F0:0D:B1:7D:00:01 1795000000
+struct RememberedState: Equatable {
+    /// Learned link limits by adapter address (upper case).
+    var limits: [String: Int] = [:]
+    /// When each bird followed was last read (seconds since 1970), by address (upper case).
+    var birds: [String: Int64] = [:]
+
+    static let header = "birdctl-state 1"
+    static let maximumAdapters = 64
+    /// As many as the fleet follows at most; past it the longest unread go.
+    static let maximumBirds = 1024
+    static let maximumBytes = 64 * 1024
+    static let limits = 1...64
+
+    init(limits: [String: Int] = [:], birds: [String: Int64] = [:]) {
+        self.limits = limits
+        self.birds = birds
+    }
+
+    /// The file's text; anything else than what `text` writes is refused
+    /// whole (a corrupt or foreign file teaches nothing).
+    init(parsing text: String) throws(StateFileError) {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        if lines.last == "" { lines.removeLast() }
+        guard lines.first == Substring(Self.header) else { throw StateFileError("it is not a birdctl state file (\(Self.header))") }
+        for (number, line) in lines.enumerated().dropFirst() {
+            let words = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard words.count == 3, Arguments.isAddress(String(words[1])) else { throw Self.badLine(number) }
+            let address = words[1].uppercased()
+            switch words[0] {
+            case "limit":
+                guard let limit = Int(words[2]), Self.limits.contains(limit), limits[address] == nil else { throw Self.badLine(number) }
+                limits[address] = limit
+            case "bird":
+                guard let read = Int64(words[2]), read >= 0, birds[address] == nil else { throw Self.badLine(number) }
+                birds[address] = read
+            default:
+                throw Self.badLine(number)
+            }
+        }
+        guard limits.count <= Self.maximumAdapters else { throw StateFileError("it names more than \(Self.maximumAdapters) adapters") }
+        guard birds.count <= Self.maximumBirds else { throw StateFileError("it names more than \(Self.maximumBirds) birds") }
+    }
+
+    private static func badLine(_ index: Int) -> StateFileError {
+        StateFileError("line \(index + 1) is neither \"limit ADAPTER-ADDRESS N\" (N 1 to 64) nor \"bird ADDRESS SECONDS\", each address once")
+    }
+
+    var text: String {
+        let lines = [Self.header] + limits.sorted { $0.key < $1.key }.map { "limit \($0.key) \($0.value)" }
+            + birds.sorted { $0.key < $1.key }.map { "bird \($0.key) \($0.value)" }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `address` read at `time`: true if it is a bird new to the state (the
+    /// longest unread one goes when the state holds `maximumBirds`).
+    mutating func read(_ address: String, at time: Int64) -> Bool {
+        let address = address.uppercased()
+        let new = birds[address] == nil
+        if new, birds.count >= Self.maximumBirds, let oldest = birds.min(by: { $0.value < $1.value })?.key {
+            birds[oldest] = nil
+        }
+        birds[address] = time
+        return new
+    }
+
+    /// These adapters as they are now: a learned limit is kept, one no longer
+    /// known is dropped; adapters not in use now keep theirs (a dongle
+    /// unplugged is the same controller when it comes back). At most
+    /// `maximumAdapters`: an adapter new to a full file is not kept.
+    func updated(with adapters: [AdapterHealth]) -> RememberedState {
+        var updated = self
+        for adapter in adapters {
+            guard let address = adapter.address else { continue }
+            if adapter.limitLearned, let limit = adapter.limit, Self.limits.contains(limit) {
+                if updated.limits[address] != nil || updated.limits.count < Self.maximumAdapters { updated.limits[address] = limit }
+            } else if adapter.limit == nil {
+                updated.limits[address] = nil
+            }
+        }
+        return updated
+    }
+}
+
+struct StateFileError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The state file in its directory: read once at start, written whole
+/// (a temporary file, synced, renamed over the old one) when what it keeps
+/// changes. Loop-confined after its start.
+final class StateKeeper: @unchecked Sendable {
+    let directory: String
+    private(set) var state: RememberedState
+    /// Each adapter as the driver has it now; set once the driver exists.
+    var adapters: () -> [AdapterHealth] = { [] }
+    private var saidWriteFailed = false
+
+    var path: String { directory + "/state" }
+
+    /// Reads the state kept in `directory`; a missing file is an empty state,
+    /// a corrupt or foreign one is said (`warn`) and ignored.
+    init(directory: String, warn: (String) -> Void) {
+        self.directory = directory
+        state = RememberedState()
+        switch Self.read(path) {
+        case .success(nil): break
+        case .success(let text?):
+            do throws(StateFileError) {
+                state = try RememberedState(parsing: text)
+            } catch {
+                warn("ignoring the state file \(path): \(error)")
+            }
+        case .failure(let error): warn("ignoring the state file \(path): \(error)")
+        }
+    }
+
+    /// Whether `directory` is one birdctl can keep its state in: nil if so, else why not.
+    static func problem(with directory: String) -> String? {
+        var status = stat()
+        guard stat(directory, &status) == 0 else { return "\(directory): \(String(cString: strerror(errno)))" }
+        guard status.st_mode & S_IFMT == S_IFDIR else { return "\(directory) is not a directory" }
+        guard access(directory, W_OK | X_OK) == 0 else { return "\(directory): \(String(cString: strerror(errno)))" }
+        return nil
+    }
+
+    /// A report went by: a limit learned, recalled or forgotten, or a bird
+    /// new to the state read, is written at once; readings of birds it has
+    /// are written with the next of those, or every `interval`.
+    func record(_ report: BirdCentral.Report) {
+        switch report {
+        case .links:
+            let updated = state.updated(with: adapters())
+            if updated != state {
+                state = updated
+                save()
+            }
+        case .reading(let bird, _, _, _):
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            if state.read(bird.address, at: Int64(now.tv_sec)) { save() } else { unsaved = true }
+        default:
+            break
+        }
+    }
+
+    /// How often readings of known birds are written (an SD card is not worn by every reading).
+    static let interval = Duration.seconds(600)
+
+    /// From now on, on `loop`, every `interval`: what is not written yet.
+    func savePeriodically(on loop: EventLoop) {
+        _ = loop.schedule(after: Self.interval) { [self] in
+            if unsaved { save() }
+            savePeriodically(on: loop)
+        }
+    }
+
+    private var unsaved = false
+
+    private func save() {
+        unsaved = false
+        if let failure = Self.write(state.text, to: path) {
+            if !saidWriteFailed { Diagnostics.say("warning: cannot keep state in \(path): \(failure)") }
+            saidWriteFailed = true
+        }
+    }
+
+    /// The file's text, nil if there is none; bounded (`maximumBytes`).
+    private static func read(_ path: String) -> Result<String?, StateFileError> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            return errno == ENOENT ? .success(nil) : .failure(StateFileError(String(cString: strerror(errno))))
+        }
+        defer { close(fd) }
+        // A regular file's read returns all it asks for that is there.
+        var bytes = [UInt8](repeating: 0, count: RememberedState.maximumBytes + 1)
+        let count = Glibc.read(fd, &bytes, bytes.count)
+        guard count >= 0 else { return .failure(StateFileError(String(cString: strerror(errno)))) }
+        guard count <= RememberedState.maximumBytes else {
+            return .failure(StateFileError("it is larger than \(RememberedState.maximumBytes) bytes"))
+        }
+        guard let text = String(validating: bytes[..<count], as: UTF8.self) else { return .failure(StateFileError("it is not UTF-8 text")) }
+        return .success(text)
+    }
+
+    /// Writes `text` to `path` atomically: nil, or why it could not.
+    private static func write(_ text: String, to path: String) -> String? {
+        let temporary = path + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        let bytes = Array(text.utf8)
+        guard Glibc.write(fd, bytes, bytes.count) == bytes.count else {
+            let failure = errno == 0 ? "a short write" : String(cString: strerror(errno))
+            close(fd)
+            unlink(temporary)
+            return failure
+        }
+        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else {
+            let failure = String(cString: strerror(errno))
+            unlink(temporary)
+            return failure
+        }
+        return nil
+    }
+}
