@@ -95,7 +95,7 @@ extension Option {
     static let quiet = Option("--quiet", "print no readings or events (errors still go to stderr); with --mqtt")
 
     static let stateDirectory = Option(
-        "--state-dir", "with --all: keep what was learned (each adapter's link limit) in DIR across restarts",
+        "--state-dir", "with --all: keep what was learned (link limits, the birds followed) in DIR across restarts",
         .text(label: "DIR", completion: .file), fallback: "$STATE_DIRECTORY (systemd's StateDirectory=), else nothing kept")
     static let metrics = Option(
         "--metrics", "serve health metrics (Prometheus text format) at http://[ADDRESS:]PORT/metrics",

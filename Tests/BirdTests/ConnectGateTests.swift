@@ -61,7 +61,7 @@ struct ConnectGateTests {
     /// link went down, a link made again is ours, and is undone.
     @Test func aBorrowedLinkIsLeftUpAndALinkMadeLaterIsOurs() {
         var fleet = BirdFleet.connectingToRobin(watchAlpha)
-        _ = fleet.connectSentWhileConnected(device)
+        _ = fleet.connectSent(device, whileConnected: true)
         _ = fleet.connectReplied(0, .success(()))
         _ = fleet.servicesResolved(device: device, characteristics: characteristics)
         _ = fleet.notifyStarted(0, .alpha, .success(()))
@@ -78,13 +78,13 @@ struct ConnectGateTests {
         // Given up before the answer (Ctrl-C): the Connect went to a device
         // already connected, so no Disconnect; to one that was not, one.
         var early = BirdFleet.connectingToRobin(watchAlpha)
-        _ = early.connectSentWhileConnected(device)
+        _ = early.connectSent(device, whileConnected: true)
         #expect(!early.stopRequested().contains(.disconnect(device)), "another program's link stays up")
         var ours = BirdFleet.connectingToRobin(watchAlpha)
         #expect(ours.stopRequested().contains(.disconnect(device)), "our own attempt is undone")
 
         var borrowing = BirdFleet.connectingToRobin()
-        _ = borrowing.connectSentWhileConnected(device)
+        _ = borrowing.connectSent(device, whileConnected: true)
         _ = borrowing.connectReplied(0, .success(()))
         _ = borrowing.servicesResolved(device: device, characteristics: characteristics)
         let done = borrowing.readCompleted(0, .alpha, .success(Array("80".utf8)))

@@ -61,10 +61,6 @@ private extension BirdFleet {
 
 @Suite("Links: held and polled birds on an adapter with few links")
 struct LinkSchedulerTests {
-    /// Three birds fill a controller that takes three; the fourth's Connect
-    /// never completes, twice. The limit is learned from that, said, and one
-    /// link is made free for polling: the newest bird held by choice is
-    /// polled from then on.
     /// A limit an earlier run learned (by the adapter's address) is taken
     /// when the adapter is first seen, said as learned, and held to; another
     /// adapter's is not.
@@ -84,6 +80,50 @@ struct LinkSchedulerTests {
         #expect(reports(unknown.bluetoothReady(adapter: adapter, requested: nil)).isEmpty, "an adapter of no known address takes nothing")
     }
 
+    /// A bird BlueZ holds connected goes to the front of the line: its link
+    /// is counted before a new one is tried.
+    @Test func aConnectedBirdGoesFirstInLine() {
+        var fleet = BirdFleet(watchAlpha, all: true)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        #expect(connects(fleet.deviceSighted(bird(1).sighting) + fleet.timerFired(.connectGap)) == [bird(1).path])
+        _ = fleet.deviceSighted(bird(2).sighting)
+        var held = bird(3).sighting
+        held.connected = true
+        _ = fleet.deviceSighted(held)
+        let next = fleet.connectReplied(0, .success(())) + fleet.timerFired(.connectGap)
+        #expect(connects(next) == [bird(3).path], "\(next)")
+    }
+
+    /// A link an earlier run left up to a bird it followed is adopted at the
+    /// bird's first Connect (ours to undo); another program's is borrowed;
+    /// and a bird whose first Connect found it down has no link to adopt later.
+    @Test func aLinkAnEarlierRunLeftUpIsAdopted() {
+        var policy = LinkPolicy(otherBirds: .held)
+        policy.rememberedBirds = [bird(1).address, bird(2).address]
+        var fleet = BirdFleet(watchAlpha, all: true, links: policy)
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for (n, id) in [(1, 0), (3, 1)] {
+            #expect(connects(fleet.deviceSighted(bird(n).sighting) + fleet.timerFired(.connectGap)) == [bird(n).path])
+            #expect(fleet.mayAdopt(bird(n).path) == (n == 1))
+            _ = fleet.connectSent(bird(n).path, whileConnected: true)
+            _ = fleet.connectReplied(id, .success(()))
+            _ = fleet.servicesResolved(device: bird(n).path, characteristics: [.alpha: bird(n).alpha])
+            _ = fleet.notifyStarted(id, .alpha, .success(()))
+        }
+        #expect(!fleet.mayAdopt(bird(1).path), "once")
+        #expect(connects(fleet.deviceSighted(bird(2).sighting) + fleet.timerFired(.connectGap)) == [bird(2).path])
+        #expect(fleet.mayAdopt(bird(2).path))
+        _ = fleet.connectSent(bird(2).path, whileConnected: false)
+        #expect(!fleet.mayAdopt(bird(2).path), "its first Connect found it down: a link later is not the earlier run's")
+        let stop = fleet.stopRequested()
+        #expect(stop.contains(.disconnect(bird(1).path)), "adopted: ours to undo")
+        #expect(!stop.contains(.disconnect(bird(3).path)), "another program's link stays up")
+    }
+
+    /// Three birds fill a controller that takes three; the fourth's Connect
+    /// never completes, twice. The limit is learned from that, said, and one
+    /// link is made free for polling: the newest bird held by choice is
+    /// polled from then on.
     @Test func aLimitIsLearnedAndOneLinkKeptForPolling() {
         var fleet = BirdFleet(watchAlpha, all: true)
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)

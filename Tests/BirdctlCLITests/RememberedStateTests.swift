@@ -30,8 +30,8 @@ struct RememberedStateTests {
         #expect(throws: StateFileError.self) { try RememberedState(parsing: (["birdctl-state 1"] + lines).joined(separator: "\n")) }
     }
 
-    /// A limit learned is kept, one forgotten is dropped, a given one changes
-    /// nothing, and adapters not in use now keep theirs.
+    /// A limit learned is kept; one no longer known (bluetoothd restarted)
+    /// or given changes nothing, and adapters not in use now keep theirs.
     @Test func updatedFromTheAdaptersAsTheyAre() {
         func adapter(_ address: String?, limit: Int?, learned: Bool) -> AdapterHealth {
             var health = AdapterHealth(name: "hci0")
@@ -45,7 +45,7 @@ struct RememberedStateTests {
             adapter("00:00:00:00:00:04", limit: 2, learned: true),
             adapter(nil, limit: 2, learned: true),
         ])
-        #expect(after.limits == ["00:00:00:00:00:02": 4, "00:00:00:00:00:03": 5, "00:00:00:00:00:04": 2])
+        #expect(after.limits == ["00:00:00:00:00:01": 3, "00:00:00:00:00:02": 4, "00:00:00:00:00:03": 5, "00:00:00:00:00:04": 2])
     }
 
     /// Birds read are kept, at most `maximumBirds`: a new one past it takes
@@ -61,6 +61,8 @@ struct RememberedStateTests {
         let past = state.read("F0:0D:B1:7D:00:02", at: 5000)
         #expect(past)
         #expect(state.birds.count == RememberedState.maximumBirds && state.birds["F0:0D:B1:7D:00:01"] == nil, "the longest unread went")
+        let forgotten = state.forget("f0:0d:b1:7d:00:02")
+        #expect(forgotten && state.birds["F0:0D:B1:7D:00:02"] == nil, "forgotten by the fleet: gone")
     }
 }
 

@@ -444,7 +444,8 @@ public final class CentralDriver: @unchecked Sendable {
         guard fleet.awaitsConnect(id, device) else {
             return apply { $0.connectReplied(id, .failure(BlueZError(.other, message: "not sent: given up"))) }
         }
-        if client.tree.device(device)?.connected == true { apply { $0.connectSentWhileConnected(device) } }
+        let connected = client.tree.device(device)?.connected == true
+        if connected || fleet.mayAdopt(device) { apply { $0.connectSent(device, whileConnected: connected) } }
         let timeout = fleet.configuration.connectTimeout + .seconds(1)
         let adapter = AdapterPool.adapter(of: device)
         counters.count(adapter) { $0.connectAttempts += 1 }

@@ -281,16 +281,26 @@ public struct BirdFleet: Sendable {
         return on(id) { $0.scanFailed(error) }
     }
 
-    /// The Connect let through went to `device` while it was connected:
+    /// The Connect let through went to `device`. If it was connected:
     /// another program's link, not ours to undo, even before the answer;
-    /// or, the first time, the link an earlier run of ours left up (a bird
-    /// it followed, `LinkPolicy.rememberedBirds`), adopted as ours.
-    public mutating func connectSentWhileConnected(_ device: ObjectPath) -> [Action] {
-        if let address = sightings.values.first(where: { $0.device == device })?.address, scheduler?.adopts(address) == true {
-            return []
-        }
-        gate.sentWhileConnected(device)
+    /// or, at the first Connect of this run to a bird an earlier run
+    /// followed (`LinkPolicy.rememberedBirds`), the link that run left up,
+    /// adopted as ours. A bird's first Connect ends its chance of adoption.
+    public mutating func connectSent(_ device: ObjectPath, whileConnected connected: Bool) -> [Action] {
+        let address = address(of: device)
+        let adopted = address.map { scheduler?.adopts($0) == true } ?? false
+        if connected && !adopted { gate.sentWhileConnected(device) }
         return []
+    }
+
+    /// Whether a link to `device` may be adopted at its Connect (see `connectSent`).
+    public func mayAdopt(_ device: ObjectPath) -> Bool {
+        guard let scheduler, let address = address(of: device) else { return false }
+        return scheduler.mayAdopt(address)
+    }
+
+    private func address(of device: ObjectPath) -> String? {
+        sightings.values.first(where: { $0.device == device })?.address
     }
 
     /// The Connect of machine `id` was answered. A reply to an attempt

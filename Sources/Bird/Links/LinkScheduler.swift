@@ -87,9 +87,10 @@ struct LinkScheduler: Sendable {
         return limit
     }
 
-    /// The first Connect to `address` went while it was connected: true if
-    /// an earlier run followed it (its link is adopted), once per bird.
+    /// The first Connect of this run to `address` went: true if an earlier
+    /// run followed it (a link up now is adopted); once per bird.
     mutating func adopts(_ address: String) -> Bool { adoptable.remove(address.uppercased()) != nil }
+    func mayAdopt(_ address: String) -> Bool { adoptable.contains(address.uppercased()) }
 
     /// The link limit of this adapter, if known (given or learned).
     func limit(on adapter: ObjectPath) -> Int? { policy.links ?? learnedLimits[adapter] }
@@ -238,7 +239,11 @@ struct LinkScheduler: Sendable {
 
     /// bluetoothd went: a reset under way is dropped (the adapters come back
     /// afresh, and their limits are learned again, see `restarting`).
-    mutating func bluetoothGone() { resetting.removeAll() }
+    /// A link up after bluetoothd is back is not one an earlier run left.
+    mutating func bluetoothGone() {
+        resetting.removeAll()
+        adoptable.removeAll()
+    }
 
     /// Time to check the learned limits: one attempt past each may go (not
     /// past those of adapters that got stuck). False if there is none to

@@ -77,22 +77,25 @@ struct RememberedState: Equatable {
         return new
     }
 
-    /// These adapters as they are now: a learned limit is kept, one no longer
-    /// known is dropped; adapters not in use now keep theirs (a dongle
-    /// unplugged is the same controller when it comes back). At most
+    /// These adapters as they are now: a limit learned replaces the one
+    /// kept. One no longer known is kept all the same: bluetoothd restarting
+    /// or the adapter powered off makes birdctl learn limits again, which says
+    /// nothing of the controller; a limit disproved (a connection past it) is
+    /// checked again after the next start as any learned limit. At most
     /// `maximumAdapters`: an adapter new to a full file is not kept.
     func updated(with adapters: [AdapterHealth]) -> RememberedState {
         var updated = self
         for adapter in adapters {
-            guard let address = adapter.address else { continue }
-            if adapter.limitLearned, let limit = adapter.limit, Self.limits.contains(limit) {
-                if updated.limits[address] != nil || updated.limits.count < Self.maximumAdapters { updated.limits[address] = limit }
-            } else if adapter.limit == nil {
-                updated.limits[address] = nil
-            }
+            guard let address = adapter.address, adapter.limitLearned, let limit = adapter.limit, Self.limits.contains(limit)
+            else { continue }
+            if updated.limits[address] != nil || updated.limits.count < Self.maximumAdapters { updated.limits[address] = limit }
         }
         return updated
     }
+
+    /// The fleet forgot `address` (neither heard nor connected for
+    /// `--forget-after`): a link to it at the next start is not ours.
+    mutating func forget(_ address: String) -> Bool { birds.removeValue(forKey: address.uppercased()) != nil }
 }
 
 struct StateFileError: Error, CustomStringConvertible {
@@ -138,9 +141,9 @@ final class StateKeeper: @unchecked Sendable {
         return nil
     }
 
-    /// A report went by: a limit learned, recalled or forgotten, or a bird
-    /// new to the state read, is written at once; readings of birds it has
-    /// are written with the next of those, or every `interval`.
+    /// A report went by: a limit learned is written at once; birds new to
+    /// the state or forgotten within `soon` (a crowd of strangers costs one
+    /// write, not one each); readings of birds it has every `interval`.
     func record(_ report: BirdCentral.Report) {
         switch report {
         case .links:
@@ -152,7 +155,9 @@ final class StateKeeper: @unchecked Sendable {
         case .reading(let bird, _, _, _):
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
-            if state.read(bird.address, at: Int64(now.tv_sec)) { save() } else { unsaved = true }
+            if state.read(bird.address, at: Int64(now.tv_sec)) { saveSoon() } else { unsaved = true }
+        case .forgotten(let address):
+            if state.forget(address) { saveSoon() }
         default:
             break
         }
@@ -160,16 +165,31 @@ final class StateKeeper: @unchecked Sendable {
 
     /// How often readings of known birds are written (an SD card is not worn by every reading).
     static let interval = Duration.seconds(600)
+    /// How long a bird new to the state waits to be written.
+    static let soon = Duration.seconds(10)
 
-    /// From now on, on `loop`, every `interval`: what is not written yet.
-    func savePeriodically(on loop: EventLoop) {
+    /// From now on, on `loop`: every `interval`, what is not written yet.
+    func start(on loop: EventLoop) {
+        self.loop = loop
         _ = loop.schedule(after: Self.interval) { [self] in
             if unsaved { save() }
-            savePeriodically(on: loop)
+            start(on: loop)
         }
     }
 
+    private var loop: EventLoop?
     private var unsaved = false
+    private var savingSoon = false
+
+    private func saveSoon() {
+        unsaved = true
+        guard !savingSoon, let loop else { return }
+        savingSoon = true
+        _ = loop.schedule(after: Self.soon) { [self] in
+            savingSoon = false
+            if unsaved { save() }
+        }
+    }
 
     private func save() {
         unsaved = false
@@ -181,11 +201,14 @@ final class StateKeeper: @unchecked Sendable {
 
     /// The file's text, nil if there is none; bounded (`maximumBytes`).
     private static func read(_ path: String) -> Result<String?, StateFileError> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // Non-blocking: a FIFO put there must not hang the start.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             return errno == ENOENT ? .success(nil) : .failure(StateFileError(String(cString: strerror(errno))))
         }
         defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return .failure(StateFileError("it is not a regular file")) }
         // A regular file's read returns all it asks for that is there.
         var bytes = [UInt8](repeating: 0, count: RememberedState.maximumBytes + 1)
         let count = Glibc.read(fd, &bytes, bytes.count)
@@ -197,23 +220,24 @@ final class StateKeeper: @unchecked Sendable {
         return .success(text)
     }
 
-    /// Writes `text` to `path` atomically: nil, or why it could not.
+    /// Writes `text` to `path` atomically (a new file, synced, renamed over
+    /// the old one): nil, or why it could not.
     private static func write(_ text: String, to path: String) -> String? {
         let temporary = path + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        unlink(temporary)  // one left by a run that was killed: made afresh, ours alone
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return String(cString: strerror(errno)) }
         let bytes = Array(text.utf8)
-        guard Glibc.write(fd, bytes, bytes.count) == bytes.count else {
-            let failure = errno == 0 ? "a short write" : String(cString: strerror(errno))
-            close(fd)
-            unlink(temporary)
-            return failure
+        errno = 0
+        var failure: String?
+        if Glibc.write(fd, bytes, bytes.count) != bytes.count {
+            failure = errno == 0 ? "the disk took only part of it" : String(cString: strerror(errno))
+        } else if fsync(fd) != 0 {
+            failure = String(cString: strerror(errno))
         }
-        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else {
-            let failure = String(cString: strerror(errno))
-            unlink(temporary)
-            return failure
-        }
-        return nil
+        if close(fd) != 0 && failure == nil { failure = String(cString: strerror(errno)) }
+        if failure == nil && rename(temporary, path) != 0 { failure = String(cString: strerror(errno)) }
+        if failure != nil { unlink(temporary) }
+        return failure
     }
 }

@@ -149,7 +149,7 @@ enum WatchCommand {
                 }
             }
             state?.adapters = { [unowned driver] in driver.adapterHealth() }
-            state?.savePeriodically(on: session.connection.loop)
+            state?.start(on: session.connection.loop)
             if let metrics {
                 metrics.adapters = { [unowned driver] in driver.adapterHealth() }
                 if let gateway { metrics.gateway = { [unowned gateway] in gateway.health } }

@@ -197,8 +197,9 @@ struct ReportFormatter {
         case .disconnected(let p): "disconnected from \(label(p))"
         case .retrying(let p, let attempt, let error): "connecting to \(p.address) failed (\(error)); attempt \(attempt)"
         case .operationFailed(let p, let what, let error): "could not \(what) on \(p.address): \(explained(error))"
-        case .gaveUp(let failure, let bird?): "\(bird.address): \(failure.message)"
-        case .gaveUp(let failure, nil): failure.message
+        case .gaveUp(let failure, let bird):
+            // A stranger asking for pairing names itself already.
+            if case .pairingNotNamed = failure { failure.message } else { (bird.map { "\($0.address): " } ?? "") + failure.message }
         case .waiting(let message): message
         case .forgotten(let address): "forgot \(address): not heard for a while"
         case .links(let adapter, let used, let limit?, let learned):
