@@ -96,28 +96,34 @@ struct LinkSchedulerTests {
 
     /// A link an earlier run left up to a bird it followed is adopted at the
     /// bird's first Connect (ours to undo); another program's is borrowed;
-    /// and a bird whose first Connect found it down has no link to adopt later.
+    /// and a bird whose first Connect found it down has no link to adopt
+    /// later: a link up at its next Connect is another program's.
     @Test func aLinkAnEarlierRunLeftUpIsAdopted() {
         var policy = LinkPolicy(otherBirds: .held)
         policy.rememberedBirds = [bird(1).address, bird(2).address]
         var fleet = BirdFleet(watchAlpha, all: true, links: policy)
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
-        for (n, id) in [(1, 0), (3, 1)] {
+        func link(_ n: Int, id: BirdFleet.MachineID, connected: Bool) {
             #expect(connects(fleet.deviceSighted(bird(n).sighting) + fleet.timerFired(.connectGap)) == [bird(n).path])
-            #expect(fleet.mayAdopt(bird(n).path) == (n == 1))
-            _ = fleet.connectSent(bird(n).path, whileConnected: true)
+            _ = fleet.connectSent(bird(n).path, whileConnected: connected)
             _ = fleet.connectReplied(id, .success(()))
             _ = fleet.servicesResolved(device: bird(n).path, characteristics: [.alpha: bird(n).alpha])
             _ = fleet.notifyStarted(id, .alpha, .success(()))
         }
-        #expect(!fleet.mayAdopt(bird(1).path), "once")
-        #expect(connects(fleet.deviceSighted(bird(2).sighting) + fleet.timerFired(.connectGap)) == [bird(2).path])
-        #expect(fleet.mayAdopt(bird(2).path))
-        _ = fleet.connectSent(bird(2).path, whileConnected: false)
-        #expect(!fleet.mayAdopt(bird(2).path), "its first Connect found it down: a link later is not the earlier run's")
+        link(1, id: 0, connected: true)
+        link(3, id: 1, connected: true)
+        link(2, id: 2, connected: false)
+        // Bird 2's link goes; another program connects it; the watch connects again.
+        _ = fleet.deviceDisconnected(bird(2).path)
+        var again = fleet.deviceSighted(bird(2).sighting) + fleet.timerFired(.connectGap)
+        if again.contains(.armTimer(.machine(2, .listen), .seconds(1))) { again += fleet.timerFired(.machine(2, .listen)) }
+        #expect(connects(again) == [bird(2).path], "\(again)")
+        _ = fleet.connectSent(bird(2).path, whileConnected: true)
+        _ = fleet.connectReplied(2, .success(()))
         let stop = fleet.stopRequested()
         #expect(stop.contains(.disconnect(bird(1).path)), "adopted: ours to undo")
         #expect(!stop.contains(.disconnect(bird(3).path)), "another program's link stays up")
+        #expect(!stop.contains(.disconnect(bird(2).path)), "not adopted after its first Connect: another program's")
     }
 
     /// Three birds fill a controller that takes three; the fourth's Connect

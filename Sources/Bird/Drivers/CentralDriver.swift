@@ -445,7 +445,7 @@ public final class CentralDriver: @unchecked Sendable {
             return apply { $0.connectReplied(id, .failure(BlueZError(.other, message: "not sent: given up"))) }
         }
         let connected = client.tree.device(device)?.connected == true
-        if connected || fleet.mayAdopt(device) { apply { $0.connectSent(device, whileConnected: connected) } }
+        apply { $0.connectSent(device, whileConnected: connected) }
         let timeout = fleet.configuration.connectTimeout + .seconds(1)
         let adapter = AdapterPool.adapter(of: device)
         counters.count(adapter) { $0.connectAttempts += 1 }

@@ -293,12 +293,6 @@ public struct BirdFleet: Sendable {
         return []
     }
 
-    /// Whether a link to `device` may be adopted at its Connect (see `connectSent`).
-    public func mayAdopt(_ device: ObjectPath) -> Bool {
-        guard let scheduler, let address = address(of: device) else { return false }
-        return scheduler.mayAdopt(address)
-    }
-
     private func address(of device: ObjectPath) -> String? {
         sightings.values.first(where: { $0.device == device })?.address
     }

@@ -90,7 +90,6 @@ struct LinkScheduler: Sendable {
     /// The first Connect of this run to `address` went: true if an earlier
     /// run followed it (a link up now is adopted); once per bird.
     mutating func adopts(_ address: String) -> Bool { adoptable.remove(address.uppercased()) != nil }
-    func mayAdopt(_ address: String) -> Bool { adoptable.contains(address.uppercased()) }
 
     /// The link limit of this adapter, if known (given or learned).
     func limit(on adapter: ObjectPath) -> Int? { policy.links ?? learnedLimits[adapter] }

@@ -10,8 +10,8 @@ import Glibc
 /// another program's. A small text file, written whole and renamed into place:
 ///
 ///     birdctl-state 1
-///     limit 00:1A:7D:DA:71:13 3
-///     bird F0:0D:B1:7D:00:01 1795000000
+///     limit ADAPTER-ADDRESS LINKS
+///     bird BIRD-ADDRESS SECONDS-SINCE-1970
 struct RememberedState: Equatable {
     /// Learned link limits by adapter address (upper case).
     var limits: [String: Int] = [:]
@@ -143,7 +143,9 @@ final class StateKeeper: @unchecked Sendable {
 
     /// A report went by: a limit learned is written at once; birds new to
     /// the state or forgotten within `soon` (a crowd of strangers costs one
-    /// write, not one each); readings of birds it has every `interval`.
+    /// write, not one each); readings of birds it has every `interval`. A
+    /// reading costs one set lookup (this runs for every notification): the
+    /// time is taken when what was read is written.
     func record(_ report: BirdCentral.Report) {
         switch report {
         case .links:
@@ -153,15 +155,18 @@ final class StateKeeper: @unchecked Sendable {
                 save()
             }
         case .reading(let bird, _, _, _):
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            if state.read(bird.address, at: Int64(now.tv_sec)) { saveSoon() } else { unsaved = true }
+            guard readSinceSaved.insert(bird.address).inserted else { return }
+            if state.birds[bird.address.uppercased()] == nil { saveSoon() } else { unsaved = true }
         case .forgotten(let address):
+            readSinceSaved.remove(address)
             if state.forget(address) { saveSoon() }
         default:
             break
         }
     }
+
+    /// Birds read since the state was last written (addresses as reported).
+    private var readSinceSaved: Set<String> = []
 
     /// How often readings of known birds are written (an SD card is not worn by every reading).
     static let interval = Duration.seconds(600)
@@ -193,6 +198,12 @@ final class StateKeeper: @unchecked Sendable {
 
     private func save() {
         unsaved = false
+        if !readSinceSaved.isEmpty {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            for address in readSinceSaved { _ = state.read(address, at: Int64(now.tv_sec)) }
+            readSinceSaved.removeAll()
+        }
         if let failure = Self.write(state.text, to: path) {
             if !saidWriteFailed { Diagnostics.say("warning: cannot keep state in \(path): \(failure)") }
             saidWriteFailed = true

@@ -80,7 +80,7 @@ enum WatchCommand {
             pollInterval: arguments.deadline(.pollInterval), links: arguments.integer(.links))
         if let both = links.hold.intersection(links.poll).first { throw UsageError("\(both) is both held and polled") }
         links.remembered = state?.state.limits ?? [:]
-        links.rememberedBirds = Set(state?.state.birds.keys ?? [:].keys)
+        links.rememberedBirds = state.map { Set($0.state.birds.keys) } ?? []
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         if gatewayOptions?.fleet != nil && !all { throw UsageError("--fleet goes with --all (the gateways share every Bird)") }
