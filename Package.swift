@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Bird", targets: ["Bird"]),
+        .library(name: "Formats", targets: ["Formats"]),
         .library(name: "BirdctlCLI", targets: ["BirdctlCLI"]),
         .executable(name: "birdctl", targets: ["birdctl"]),
     ],
@@ -35,8 +36,10 @@ let package = Package(
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         // Publishing to an MQTT broker on a thread of its own; touches libmosquitto's pointers.
         .target(name: "MQTT", dependencies: ["CMosquitto", "Threads"]),
-        // Where readings go, as policy with no I/O: the MQTT gateway's state machine.
-        .target(name: "Sinks", dependencies: ["Bird"]),
+        // How readings and events look (text, JSON Lines) and the escaping of what peers send: for the CLI and the gateway.
+        .target(name: "Formats", dependencies: ["Bird", "BlueZ"]),
+        // The MQTT gateway: its machines (policy, no I/O), its topics and payloads, and its driver on the loop.
+        .target(name: "Gateway", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "Formats", "Health"]),
         // What an operator sees: the health page (`--metrics`) in Prometheus's text format.
         .target(name: "Health", dependencies: ["Bird", "Loop"]),
         // The git revision of a release build (a C macro `make release` sets).
@@ -44,7 +47,7 @@ let package = Package(
         // glibc's malloc.h (heap statistics, malloc_trim), which Swift's Glibc module leaves out.
         .systemLibrary(name: "CMalloc"),
         // The command line as a library: argument parsing, output formats, escaping, exit codes.
-        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "Sinks", "Health", "BuildInfo", "CMalloc"]),
+        .target(name: "BirdctlCLI", dependencies: ["Bird", "BlueZ", "DBus", "MQTT", "Formats", "Gateway", "Health", "BuildInfo", "CMalloc"]),
         // The executable: blocks signals, runs BirdctlCLI, exits.
         .executableTarget(name: "birdctl", dependencies: ["BirdctlCLI", "DBus"]),
         // What the test support asks of the kernel with a sockaddr or C strings (a free port, posix_spawn).
@@ -63,14 +66,15 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "FakeBlueZSupport", "TestProcesses"]),
         .testTarget(name: "BirdTests", dependencies: ["Bird", "BlueZ", "DBus"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
-        .testTarget(name: "SinksTests", dependencies: ["Sinks", "Bird", "BlueZ", "DBus"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Formats", "Bird", "BlueZ", "DBus"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Formats", "Bird", "BlueZ", "DBus", "MQTT"]),
         .testTarget(name: "HealthTests", dependencies: ["Health", "Bird", "BlueZ", "DBus", "Loop"]),
         // The command line's parsing, escaping and formatting, without a bus.
-        .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Bird", "DBus", "MQTT"]),
+        .testTarget(name: "BirdctlCLITests", dependencies: ["BirdctlCLI", "Formats", "Gateway", "Bird", "DBus", "MQTT"]),
         // Runs the built birdctl against the fake BlueZ (and the gateway, in-process, against mosquitto).
         .testTarget(
             name: "BirdctlTests",
-            dependencies: ["birdctl", "test-support-probe", "BirdctlCLI", "Bird", "MQTT", "FakeBlueZSupport", "MosquittoSupport", "TestProcesses", "BlueZ", "DBus"]),
+            dependencies: ["birdctl", "test-support-probe", "BirdctlCLI", "Gateway", "Bird", "MQTT", "FakeBlueZSupport", "MosquittoSupport", "TestProcesses", "BlueZ", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

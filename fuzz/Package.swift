@@ -23,7 +23,7 @@ let package = Package(
             name: "FuzzBlueZTree",
             dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BlueZ", package: "birdctl"), .product(name: "Bird", package: "birdctl"), .product(name: "DBus", package: "birdctl")]),
         // Peer text escaped for a terminal and quoted for JSON.
-        .executableTarget(name: "FuzzPeerText", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "BirdctlCLI", package: "birdctl")]),
+        .executableTarget(name: "FuzzPeerText", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Formats", package: "birdctl")]),
         // `birdctl serve`'s stdin lines.
         .executableTarget(name: "FuzzServeLines", dependencies: ["FuzzMain", "FuzzSupport", .product(name: "Bird", package: "birdctl")]),
         // Method calls to serve's GATT objects and the pairing agent, as from bluetoothd or a stranger.

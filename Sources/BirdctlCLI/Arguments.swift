@@ -1,3 +1,4 @@
+import Formats
 import Bird
 
 /// A usage mistake: reported with the command's usage, exit code 2.
@@ -125,11 +126,11 @@ struct Arguments {
         var address: String?
         var fields: [BirdField] = []
         for (position, argument) in positionals.enumerated() {
-            if position == 0, Arguments.isAddress(argument) {
-                address = argument.uppercased()
+            if position == 0, let given = BluetoothAddress(argument) {
+                address = given.description
             } else if let field = BirdField(rawValue: argument.lowercased()) {
                 if !fields.contains(field) { fields.append(field) }
-            } else if Arguments.isAddress(argument) {
+            } else if BluetoothAddress(argument) != nil {
                 throw UsageError("the address must come before the fields")
             } else {
                 let fields = BirdField.allCases.map(\.rawValue).joined(separator: ", ")
@@ -145,9 +146,4 @@ struct Arguments {
     /// array's metadata then, for every command (see docs/performance.md,
     /// 'Start-up').
     static let addressAndFieldsOperands = "[ADDRESS] [name|color|alpha ...]"
-
-    static func isAddress(_ s: String) -> Bool {
-        let parts = s.split(separator: ":", omittingEmptySubsequences: false)
-        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
-    }
 }

@@ -140,15 +140,6 @@ struct Option: Hashable, Sendable {
     }
 }
 
-extension Option {
-    /// `hciN` (ASCII digits): what BlueZ names an adapter, all the command
-    /// line takes and all the gateway puts into a topic or a template.
-    static func isAdapterName(_ name: String) -> Bool {
-        name.hasPrefix("hci") && name.count > 3 && name.count <= 8
-            && name.dropFirst(3).allSatisfy { $0.isASCII && $0.isNumber }
-    }
-}
-
 /// An option's value, converted and checked by its kind.
 enum OptionValue: Equatable, Sendable {
     case seconds(Duration?)
@@ -186,7 +177,7 @@ extension Option.Kind {
         case .adapter:
             if text == Option.allAdapters { return .text(text) }
             let names = text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingSpaces }
-            for adapter in names where !Option.isAdapterName(adapter) {
+            for adapter in names where !AdapterPool.isAdapterName(adapter) {
                 throw UsageError(
                     names.count > 1
                         ? "\(name) expects names like hci0, separated by commas, or all; got '\(adapter)'"
@@ -197,10 +188,10 @@ extension Option.Kind {
         case .addresses:
             var addresses: Set<String> = []
             for address in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {
-                guard Arguments.isAddress(address) else {
+                guard let given = BluetoothAddress(address) else {
                     throw UsageError("\(name) expects addresses like AA:BB:CC:DD:EE:FF, separated by commas; got '\(address)'")
                 }
-                addresses.insert(address.uppercased())
+                addresses.insert(given.description)
             }
             return .addresses(addresses)
         case .birdValue(let field, _):

@@ -1,6 +1,6 @@
 import Bird
 import MQTT
-import Sinks
+import Gateway
 
 /// Every option of every command. A default that is the Bird layer's (or
 /// MQTT's) is read from there, so the machine, `--help` and the man page
@@ -124,7 +124,7 @@ extension Option {
     static let mqttWriteTTL = Option(
         "--mqtt-write-ttl", "how long a write from MQTT (PREFIX/ADDRESS/FIELD/set) waits for its bird to be connected",
         .seconds(default: GatewayCommands.Configuration().timeToLive, minimum: .milliseconds(100)))
-    /// `FleetOwnership`'s defaults, as the Sinks layer declares them.
+    /// `FleetOwnership`'s defaults, as the Gateway layer declares them.
     static let fleetDefaults = FleetOwnership.Configuration(room: "")
     static let fleet = Option(
         "--fleet",

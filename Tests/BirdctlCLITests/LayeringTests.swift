@@ -64,7 +64,7 @@ struct LayeringTests {
     /// names them (`BlueZError.isNotifyAcquiredByAnother`, …).
     static let bluezMessages: Set<String> = ["Notify acquired", "le-connection-abort-by-local", "br-connection-canceled", "att error"]
 
-    @Test(arguments: ["Bird", "Sinks", "Health", "BirdctlCLI", "birdctl"])
+    @Test(arguments: ["Bird", "Formats", "Gateway", "Health", "BirdctlCLI", "birdctl"])
     func noBlueZNameAboveTheBlueZLayer(_ target: String) throws {
         for file in try Self.files(of: target) {
             for literal in Self.literals(file.text) {
@@ -81,12 +81,14 @@ struct LayeringTests {
     @Test(arguments: [
         ("Threads", []), ("Loop", ["CLoop", "Threads"]), ("DBus", ["CDBus", "Loop", "Threads"]),
         ("BlueZ", ["DBus", "Loop"]), ("Bird", ["BlueZ", "DBus", "Loop"]),
-        ("MQTT", ["CMosquitto", "Threads"]), ("Sinks", ["Bird"]), ("Health", ["Bird", "Loop"]),
-        ("BirdctlCLI", ["Bird", "BlueZ", "DBus", "Loop", "MQTT", "Sinks", "Health"]), ("birdctl", ["BirdctlCLI", "DBus", "Loop"]),
+        ("MQTT", ["CMosquitto", "Threads"]), ("Formats", ["Bird", "BlueZ"]), ("Health", ["Bird", "Loop"]),
+        ("Gateway", ["Bird", "BlueZ", "DBus", "Loop", "MQTT", "Formats", "Health"]),
+        ("BirdctlCLI", ["Bird", "BlueZ", "DBus", "Loop", "MQTT", "Formats", "Gateway", "Health"]), ("birdctl", ["BirdctlCLI", "DBus", "Loop"]),
     ])
     func importsOnlyPointDown(_ target: String, _ allowed: [String]) throws {
         let ours: Set<String> = [
-            "Threads", "CLoop", "Loop", "CDBus", "DBus", "BlueZ", "Bird", "Sinks", "Health", "BirdctlCLI", "CMosquitto", "MQTT",
+            "Threads", "CLoop", "Loop", "CDBus", "DBus", "BlueZ", "Bird", "Formats", "Gateway", "Health", "BirdctlCLI", "CMosquitto",
+            "MQTT",
         ]
         for file in try Self.files(of: target) {
             for line in file.text.split(separator: "\n") {
@@ -103,7 +105,7 @@ struct LayeringTests {
     /// nor does the tests' support (its sockaddr and posix_spawn's string
     /// arrays are handled in CTestSupport).
     @Test(arguments: [
-        "BlueZ", "Bird", "Sinks", "Health", "BirdctlCLI", "birdctl", "TestProcesses", "FakeBlueZSupport",
+        "BlueZ", "Bird", "Formats", "Gateway", "Health", "BirdctlCLI", "birdctl", "TestProcesses", "FakeBlueZSupport",
         "MosquittoSupport", "test-support-probe",
     ])
     func noPointersAboveTheDBusLayer(_ target: String) throws {
@@ -136,7 +138,7 @@ struct LayeringTests {
     /// ContinuousClock) or libdispatch links it in, and a `read` then maps
     /// more code and runs its start-up (docs/performance.md). Tests await
     /// through the test support (FakeBlueZSupport, TestProcesses).
-    @Test(arguments: ["Threads", "Loop", "DBus", "BlueZ", "Bird", "MQTT", "Sinks", "Health", "BirdctlCLI", "birdctl"])
+    @Test(arguments: ["Threads", "Loop", "DBus", "BlueZ", "Bird", "MQTT", "Formats", "Gateway", "Health", "BirdctlCLI", "birdctl"])
     func noConcurrencyRuntimeOrDispatchInWhatBirdctlLinks(_ target: String) throws {
         let regex = try NSRegularExpression(
             pattern: #"\b(async|await|actor|Task|TaskGroup|AsyncStream|AsyncSequence|ContinuousClock|SuspendingClock|MainActor|withChecked\w*Continuation|Dispatch\w*|Foundation)\b"#)

@@ -60,8 +60,8 @@ struct OptionDeclarationTests {
         #expect(watch.forgetAfter == BirdFleet.defaultForgetAfter)
         let buffer = try #require(try GatewayOptions(Self.parse("watch", "--mqtt", "mqtt://h"), environment: [:]))
         let settings = MQTTSettings(host: "h", port: 1883, clientID: "x")
-        #expect(buffer.settings.bufferCapacity == settings.bufferCapacity)
-        #expect(buffer.settings.bufferByteCapacity == settings.bufferByteCapacity)
+        #expect(buffer.configuration.settings.bufferCapacity == settings.bufferCapacity)
+        #expect(buffer.configuration.settings.bufferByteCapacity == settings.bufferByteCapacity)
     }
 
     /// What help says is the default is what the parser makes of it, given.

@@ -1,5 +1,6 @@
 import Bird
 import FakeBlueZSupport
+import Gateway
 import MosquittoSupport
 import DBus
 import Foundation
@@ -20,7 +21,7 @@ struct GatewayForgetTests {
         let bus = try await PrivateBus.started()
         let connection = try bus.connect()
         let arguments = try Arguments(["--mqtt", broker.url(prefix: "gw")], accepting: WatchCommand.command.options)
-        let gateway = MQTTGateway(try #require(try GatewayOptions(arguments, environment: [:])), loop: connection.loop)
+        let gateway = MQTTGateway(try #require(try GatewayOptions(arguments, environment: [:])).configuration, loop: connection.loop)
         try await onLoop(connection.loop) {
             gateway.start()
             for bird in [Self.robin, Self.wren] {

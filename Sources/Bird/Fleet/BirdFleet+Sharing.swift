@@ -2,7 +2,7 @@ import BlueZ
 import DBus
 
 /// `watch --all --mqtt URL --fleet`: gateways sharing a broker decide which
-/// of them connects each bird (`FleetOwnership`, in Sinks); the fleet connects
+/// of them connects each bird (`FleetOwnership`, in Gateway); the fleet connects
 /// only the birds it is granted and lets a bird go when told.
 extension BirdFleet {
     /// What the fleet keeps for sharing: the birds it may connect, and the

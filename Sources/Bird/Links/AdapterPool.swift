@@ -37,7 +37,7 @@ public enum AdapterChange: String, Hashable, Sendable, CaseIterable {
 ///
 /// A value, no I/O: part of `BirdFleet`. Bounded: what it keeps per bird is
 /// dropped with the bird's machine (see `forget`).
-struct AdapterPool: Sendable {
+public struct AdapterPool: Sendable {
     typealias Reason = AdapterChange
 
     struct Member: Hashable, Sendable {
@@ -70,6 +70,13 @@ struct AdapterPool: Sendable {
 
     /// The name (`hci1`) of the adapter a device object lies under.
     static func adapterName(of device: ObjectPath) -> String { name(ofAdapter: adapter(of: device)) }
+
+    /// `hciN` (ASCII digits): what BlueZ names an adapter, all the command
+    /// line takes and all the gateway puts into a topic or a template.
+    public static func isAdapterName(_ name: String) -> Bool {
+        name.hasPrefix("hci") && name.count > 3 && name.count <= 8
+            && name.dropFirst(3).allSatisfy { $0.isASCII && $0.isNumber }
+    }
 
     /// The name (`hci1`) of an adapter's object.
     static func name(ofAdapter adapter: ObjectPath) -> String {

@@ -1,3 +1,4 @@
+import Formats
 import Bird
 
 /// What the options every Bluetooth command shares say (a command that does

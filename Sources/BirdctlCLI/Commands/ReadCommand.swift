@@ -1,3 +1,4 @@
+import Formats
 import Bird
 
 /// `birdctl read`: find (or use ADDRESS), connect, read, print, disconnect.

@@ -1,3 +1,4 @@
+import Formats
 import Bird
 import DBus
 import Glibc
@@ -38,8 +39,7 @@ struct RememberedState: Equatable {
         guard lines.first == Substring(Self.header) else { throw StateFileError("it is not a birdctl state file (\(Self.header))") }
         for (number, line) in lines.enumerated().dropFirst() {
             let words = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard words.count == 3, Arguments.isAddress(String(words[1])) else { throw Self.badLine(number) }
-            let address = words[1].uppercased()
+            guard words.count == 3, let address = BluetoothAddress(words[1])?.description else { throw Self.badLine(number) }
             switch words[0] {
             case "limit":
                 guard let limit = Int(words[2]), Self.limits.contains(limit), limits[address] == nil else { throw Self.badLine(number) }

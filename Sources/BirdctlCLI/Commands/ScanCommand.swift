@@ -1,3 +1,4 @@
+import Formats
 import Bird
 
 /// `birdctl scan`: list Bird peripherals as they are heard.

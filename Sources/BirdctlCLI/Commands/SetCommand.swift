@@ -19,8 +19,8 @@ enum SetCommand {
         let common = try CommonOptions(arguments)
         var words = arguments.positionals
         var address: String?
-        if let first = words.first, Arguments.isAddress(first) {
-            address = first.uppercased()
+        if let first = words.first, let given = BluetoothAddress(first) {
+            address = given.description
             words.removeFirst()
         }
         guard words.count >= 2, let field = BirdField(rawValue: words[0].lowercased()) else {

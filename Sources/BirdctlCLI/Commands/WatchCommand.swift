@@ -1,4 +1,6 @@
+import Formats
 import Bird
+import Gateway
 import Glibc
 import Health
 
@@ -83,7 +85,8 @@ enum WatchCommand {
         links.rememberedBirds = state.map { Set($0.state.birds.keys) } ?? []
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
-        if gatewayOptions?.fleet != nil && !all { throw UsageError("--fleet goes with --all (the gateways share every Bird)") }
+        let gatewayConfiguration = gatewayOptions?.configuration
+        if gatewayConfiguration?.fleet != nil && !all { throw UsageError("--fleet goes with --all (the gateways share every Bird)") }
         let quiet = arguments.has(.quiet)
         if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
         for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
@@ -93,13 +96,13 @@ enum WatchCommand {
         return try Session.run(json: common.json, verbose: common.verbose) { session throws(UsageError) in
             let formatter = session.formatter
             let stdout = session.stdout
-            let gateway = gatewayOptions.map { MQTTGateway($0, loop: session.connection.loop) }
+            let gateway = gatewayConfiguration.map { MQTTGateway($0, loop: session.connection.loop) }
             let ending = WatchEnding(session: session, gateway: gateway)
             let driver = try common.centralDriver(
                 session,
                 BirdFleet(
                     configuration, all: all, forgetAfter: common.forgetAfter, links: links, seed: UInt64.random(in: .min ... .max),
-                    shared: gatewayOptions?.fleet != nil, pooled: common.adapterPool,
+                    shared: gatewayConfiguration?.fleet != nil, pooled: common.adapterPool,
                     discoveryWatchdog: arguments.seconds(.discoveryWatchdog)),
                 onReport: { report in
                     // The command is ending: what comes now (a notification socket's
@@ -136,12 +139,8 @@ enum WatchCommand {
                 session.onBusLost = { ending.end(.busLost) }
             }
             gateway?.onFailure = driver.stop
-            gateway?.onWrite = { [unowned driver] in driver.write($0, $1) }
-            let fleetGateway = gatewayOptions?.fleet != nil ? gateway : nil
-            if let fleetGateway {
-                fleetGateway.onGrant = { [unowned driver] in driver.grant($0) }
-                fleetGateway.onRelease = { [unowned driver] in driver.release($0) }
-            }
+            gateway?.central = driver
+            let fleetGateway = gateway?.isShared == true ? gateway : nil
             if fleetGateway != nil || metrics != nil {
                 driver.onHeard = { address, rssi in
                     fleetGateway?.heard(address, rssi: rssi)
@@ -216,6 +215,6 @@ private final class WatchEnding: @unchecked Sendable {
         guard !started else { return }
         started = true
         guard let gateway else { return session.finish(status) }
-        gateway.end(with: status) { [session] in session.finish($0) }
+        gateway.end { [session] outcome in session.finish(ExitStatus(status, gateway: outcome)) }
     }
 }

@@ -1,4 +1,4 @@
-import BirdctlCLI
+import Formats
 import FoundationEssentials
 import FuzzSupport
 

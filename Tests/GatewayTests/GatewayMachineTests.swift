@@ -1,7 +1,7 @@
 import Bird
 import BlueZ
 import DBus
-import Sinks
+import Gateway
 import Testing
 
 private let robin = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01", address: "F0:0D:B1:7D:00:01", name: "Robin")
@@ -60,6 +60,18 @@ struct GatewayMachineTests {
         var quiet = GatewayMachine.running([], discovery: false)
         #expect(quiet.report(timeout).last == .publishSticky(.health(connectFailures: 1)))
         #expect(!quiet.report(timeout).contains(.publishSticky(.healthDiscovery)))
+    }
+
+    @Test func inAFleetALostLinkStopsTheBirdsSharedSensorsComingBack() {
+        var shared = GatewayMachine(.init(discovery: true, shared: true))
+        _ = shared.start()
+        _ = shared.brokerConnected()
+        _ = shared.probeReturned()
+        _ = shared.report(.connected(robin))
+        #expect(shared.report(.disconnected(robin)).last == .forgetSharedDiscovery(address: robin.address))
+        // A gateway of its own keeps them: it is the bird's only gateway.
+        var alone = GatewayMachine.running()
+        #expect(!alone.report(.disconnected(robin)).contains(.forgetSharedDiscovery(address: robin.address)))
     }
 
     @Test func aConnectionIsAnEventThenDiscoveryOnceThenTheStatus() {

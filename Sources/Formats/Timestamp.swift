@@ -4,9 +4,9 @@ import Synchronization
 /// Wall-clock timestamps for output lines. Formatted digit by digit: a
 /// `watch` prints one per notification, and string interpolation of padded
 /// numbers cost more than the rest of the line.
-enum Timestamp {
+public enum Timestamp {
     /// `2026-11-22T03:44:09.123Z` (UTC), for JSON.
-    static func iso8601() -> String {
+    public static func iso8601() -> String {
         var text: [UInt8] = []
         text.reserveCapacity(24)
         utcSecond.append(now(), to: &text)
@@ -15,14 +15,14 @@ enum Timestamp {
     }
 
     /// `03:44:09.123` (local time), for people.
-    static func clock() -> String {
+    public static func clock() -> String {
         var text: [UInt8] = []
         appendClock(to: &text)
         return String(decoding: text, as: UTF8.self)
     }
 
     /// The same, appended to a line being built (a `watch` line per notification).
-    static func appendClock(to line: inout [UInt8]) {
+    public static func appendClock(to line: inout [UInt8]) {
         localSecond.append(now(), to: &line)
     }
 

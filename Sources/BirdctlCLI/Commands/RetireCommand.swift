@@ -1,3 +1,6 @@
+import Bird
+import Formats
+import Gateway
 import MQTT
 
 /// `birdctl retire`: clears what a gateway left on its broker — all of it,
@@ -29,41 +32,25 @@ enum RetireCommand {
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         var birds: Set<String> = []
         for word in arguments.positionals {
-            guard Arguments.isAddress(word) else { throw UsageError("expected Bird addresses (AA:BB:CC:DD:EE:FF), got '\(word)'") }
-            birds.insert(word.uppercased())
+            guard let address = BluetoothAddress(word) else { throw UsageError("expected Bird addresses (AA:BB:CC:DD:EE:FF), got '\(word)'") }
+            birds.insert(address.description)
         }
         guard let options = try GatewayOptions(arguments, environment: WatchCommand.gatewayEnvironment()) else {
             throw UsageError("retire needs --mqtt URL: the broker and the PREFIX of the gateway")
         }
         for warning in options.warnings { Diagnostics.say("warning: " + warning) }
-        let messages = GatewayMessages(prefix: options.prefix)
-        var settings = options.settings
-        // Never the gateway's own id (the broker would disconnect a running
-        // gateway); a gateway id never holds a '/'.
-        settings.clientID += "/retire"
-        // A gateway of a fleet (prefix ROOT/ROOM) leaves its heard reports and
-        // claims under ROOT/fleet: ours to clear too (docs/fleet.md).
-        let fleet = options.prefix.lastIndex(of: "/").map {
-            FleetTopics(root: String(options.prefix[..<$0]), room: String(options.prefix[options.prefix.index(after: $0)...]))
-        }
+        let prefix = options.configuration.prefix
         do throws(MQTTError) {
-            let session = try MQTTRetainedSession(
-                settings,
-                filters: [options.prefix + "/#", messages.gatewayDiscoveryTopic] + GatewayMessages.birdDiscoveryFilters
-                    + (fleet?.filters.dropFirst() ?? []),
-                probeTopic: options.prefix + "/retire")
-            let retained = try session.readRetained(deadline: deadline)
-            if retained.contains(where: { $0.topic == messages.statusTopic && $0.payload.elementsEqual("online".utf8) }) {
-                Diagnostics.error("the gateway \(options.prefix) is online (\(messages.statusTopic)): stop it first, or it publishes it all again")
+            switch try GatewayRetirement.retire(options.configuration, birds: birds.isEmpty ? nil : birds, deadline: deadline) {
+            case .online(let statusTopic):
+                Diagnostics.error("the gateway \(prefix) is online (\(statusTopic)): stop it first, or it publishes it all again")
                 return .usage
+            case .cleared(let topics):
+                for topic in topics { Birdctl.printOut(SafeText.escaped(topic)) }
+                let what = birds.isEmpty ? "the gateway \(prefix)" : "\(birds.count) bird(s) of \(prefix)"
+                Diagnostics.say("cleared \(topics.count) retained topic(s) of \(what)")
+                return .success
             }
-            let topics = messages.topicsToClear(retained.map(\.topic), onlyBirds: birds.isEmpty ? nil : birds)
-                + (fleet.map { $0.leftBy(retained, onlyBirds: birds.isEmpty ? nil : birds) } ?? [])
-            try session.publishAndClose(topics.map(GatewayMessages.clearing), deadline: deadline)
-            for topic in topics { Birdctl.printOut(SafeText.escaped(topic)) }
-            let what = birds.isEmpty ? "the gateway \(options.prefix)" : "\(birds.count) bird(s) of \(options.prefix)"
-            Diagnostics.say("cleared \(topics.count) retained topic(s) of \(what)")
-            return .success
         } catch {
             Diagnostics.error(error.description)
             return .mqttFailed

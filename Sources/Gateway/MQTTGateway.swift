@@ -1,18 +1,19 @@
 import Bird
 import DBus
+import Formats
 import Health
 import MQTT
-import Sinks
 
-/// `watch --mqtt`: the wiring of `GatewayMachine` (the policy) to the
-/// broker (`MQTTPublisher`, which never blocks the loop) and the loop:
-/// reports, wake-ups, broker events and timers go in; the machine's
-/// publications are rendered into topics and payloads (`GatewayMessages`)
-/// and its actions performed.
+/// `watch --mqtt`: the gateway's machines (`GatewayMachine`, what is
+/// published and when; `GatewayCommands`, writes from MQTT; `FleetOwnership`
+/// with `--fleet`) wired to the broker (`MQTTPublisher`, which never blocks
+/// the loop), the loop and the central (`GatewayCentral`): reports, wake-ups,
+/// broker events and timers go in; the machines' publications are rendered
+/// into topics and payloads (`GatewayMessages`) and their actions performed.
 ///
 /// Loop-confined, except the publisher's events, which it moves onto the loop.
-final class MQTTGateway: @unchecked Sendable {
-    private let options: GatewayOptions
+public final class MQTTGateway: @unchecked Sendable {
+    private let options: GatewayConfiguration
     private let messages: GatewayMessages
     private let loop: EventLoop
     private var publisher: MQTTPublisher?
@@ -26,7 +27,7 @@ final class MQTTGateway: @unchecked Sendable {
     private var dropped = 0
 
     /// The gateway's side of the health page (on the loop).
-    var health: GatewayHealth {
+    public var health: GatewayHealth {
         GatewayHealth(queued: publisher?.undelivered ?? 0, dropped: dropped, reconnects: max(0, connections - 1))
     }
 
@@ -34,29 +35,31 @@ final class MQTTGateway: @unchecked Sendable {
     static let closeDeadline: Duration = .seconds(3)
 
     /// Called on the loop when the gateway cannot go on: the command stops,
-    /// and `end` makes its exit code 11.
-    var onFailure: (@Sendable () -> Void)?
+    /// and `end` says `.failed`.
+    public var onFailure: (@Sendable () -> Void)?
     private var failed = false
+
+    /// The central that follows the birds: it carries out writes and, in a
+    /// fleet, connects the birds this gateway is granted.
+    public weak var central: (any GatewayCentral)?
 
     /// `--fleet`: which birds this gateway connects, agreed with the others
     /// through the broker; the central is told through these (on the loop).
     private var ownership: FleetOwnership?
     private let fleetTopics: FleetTopics?
     private let startedAt = MonotonicInstant.now
-    var onGrant: ((String) -> Void)?
-    var onRelease: ((String) -> Void)?
 
-    /// Writes asked for over MQTT; `onWrite` carries one out on the bird's
-    /// link (false: no link to it), answered by a `written` report.
+    /// Writes asked for over MQTT; the central carries one out on the bird's
+    /// link, answered by a `written` report.
     private var commands: GatewayCommands
-    var onWrite: ((String, BirdValue) -> Bool)?
 
-    init(_ options: GatewayOptions, loop: EventLoop) {
+    public init(_ options: GatewayConfiguration, loop: EventLoop) {
         self.options = options
         machine = GatewayMachine(.init(discovery: options.discovery, shared: options.fleet != nil))
         commands = GatewayCommands(.init(timeToLive: options.writeTimeToLive))
         self.loop = loop
-        if let fleet = options.fleet, let root = options.fleetRoot {
+        if var fleet = options.fleet, let root = options.fleetRoot {
+            fleet.discovery = options.discovery
             ownership = FleetOwnership(fleet)
             fleetTopics = FleetTopics(root: root, room: fleet.room)
         } else {
@@ -65,8 +68,11 @@ final class MQTTGateway: @unchecked Sendable {
         messages = GatewayMessages(prefix: options.prefix, fleet: fleetTopics)
     }
 
+    /// Whether this gateway shares the birds with a fleet (`--fleet`).
+    public var isShared: Bool { ownership != nil }
+
     /// Connects in the background; readings queue until the broker answers.
-    func start() {
+    public func start() {
         var settings = options.settings
         // At every connect: what the broker says of our birds' availability,
         // to correct what a gateway that died left (its will covers only
@@ -89,7 +95,7 @@ final class MQTTGateway: @unchecked Sendable {
 
     // MARK: Events (on the loop)
 
-    func handle(_ report: BirdCentral.Report) {
+    public func handle(_ report: BirdCentral.Report) {
         loop.assertInLoop()
         guard publisher != nil else { return }
         if case .reading(let peripheral, let value, _, _) = report {
@@ -111,19 +117,15 @@ final class MQTTGateway: @unchecked Sendable {
         case .disconnected(let peripheral):
             perform(commands.disconnected(peripheral.address))
             fleet { $0.linked(peripheral.address, false, now: $1) }
-            // The next holder publishes the fleet's sensors of the bird: ours must not come back after a reconnect.
-            if ownership != nil { publisher?.forgetSticky(Set(messages.sharedDiscoveryTopics(of: peripheral.address))) }
         case .written(let peripheral, let value, let failure):
-            // Not ready, or another write in flight: it goes again at the next reading.
-            let retry = failure?.kind == .notReady || failure?.kind == .inProgress
-            perform(commands.written(peripheral.address.uppercased(), value, failure: failure.map { "\($0)" }, retry: retry))
+            perform(commands.written(peripheral.address.uppercased(), value, failure: failure))
         default: break
         }
         perform(machine.report(report))
     }
 
     /// `--fleet`: a Bird heard at `rssi` (from the central, on the loop).
-    func heard(_ address: String, rssi: Int16) {
+    public func heard(_ address: String, rssi: Int16) {
         fleet { $0.heard(address, rssi: Int(rssi), now: $1) }
     }
 
@@ -134,22 +136,26 @@ final class MQTTGateway: @unchecked Sendable {
 
     /// Forgets a bird for good: its memory, its sticky messages, and what the
     /// broker retains of it (docs/mqtt.md). For the fleet's `.forgotten`.
-    func forget(address: String) {
+    public func forget(address: String) {
         loop.assertInLoop()
         perform(machine.forget(address))
     }
 
-    /// Ends the gateway once the command's Bluetooth side ended with
-    /// `status`; `done` gets the status to exit with (on the loop).
-    func end(with status: ExitStatus, _ done: @escaping @Sendable (ExitStatus) -> Void) {
-        let status = failed ? ExitStatus.mqttFailed : status
-        close { delivered in done(Self.exitStatus(status, delivered: delivered)) }
+    /// How a gateway ended.
+    public enum Outcome: Sendable {
+        /// The broker took everything.
+        case delivered
+        /// The broker did not take everything before the exit deadline.
+        case undelivered
+        /// The gateway could not go on (the broker refused it or failed TLS).
+        case failed
     }
 
-    /// Readings the broker never got are a failure of the run (11), unless
-    /// Bluetooth failed first (its code says more).
-    static func exitStatus(_ status: ExitStatus, delivered: Bool) -> ExitStatus {
-        !delivered && (status == .success || status == .interrupted) ? .mqttFailed : status
+    /// Ends the gateway once the command's Bluetooth side ended: the broker
+    /// gets what is queued, then `done` is told how that went (on the loop).
+    public func end(_ done: @escaping @Sendable (Outcome) -> Void) {
+        let failed = failed
+        close { delivered in done(failed ? .failed : delivered ? .delivered : .undelivered) }
     }
 
     private func fail(_ error: MQTTError) {
@@ -162,7 +168,7 @@ final class MQTTGateway: @unchecked Sendable {
     /// waits for the broker to take everything queued, giving up after
     /// `closeDeadline` without progress (a dead or hung broker); then `done`,
     /// told whether the broker took everything.
-    func close(_ done: @escaping @Sendable (_ delivered: Bool) -> Void) {
+    public func close(_ done: @escaping @Sendable (_ delivered: Bool) -> Void) {
         loop.assertInLoop()
         guard publisher != nil else { return done(true) }
         exitDone = done
@@ -183,6 +189,8 @@ final class MQTTGateway: @unchecked Sendable {
             for message in render(publication) { publisher?.publishSticky(message) }
         case .forgetSticky(let addresses):
             publisher?.forgetSticky(Set(addresses.flatMap(messages.retainedTopics)))
+        case .forgetSharedDiscovery(let address):
+            publisher?.forgetSticky(Set(messages.sharedDiscoveryTopics(of: address)))
         case .closePublisher(let final):
             publisher?.close(final: final.flatMap(render)) { [self] in
                 loop.execute { [self] in perform(machine.publisherClosed(undelivered: publisher?.undelivered ?? 0)) }
@@ -214,7 +222,7 @@ final class MQTTGateway: @unchecked Sendable {
     }
 
     private func render(_ publication: GatewayMachine.Publication) -> [MQTTMessage] {
-        messages.render(publication, events: events, version: Version.text)
+        messages.render(publication, events: events, version: options.version)
     }
 
     // MARK: The fleet (on the loop)
@@ -240,23 +248,19 @@ final class MQTTGateway: @unchecked Sendable {
 
     // MARK: Writes from MQTT (on the loop)
 
-    /// A command from the broker: validated with `birdctl set`'s rules; in a
-    /// fleet, only the bird's holder (or every gateway, while none holds it) takes it.
+    /// A command from the broker; in a fleet, only the bird's holder (or
+    /// every gateway, while none holds it) takes it.
     private func command(_ address: String, _ field: BirdField, _ payload: [UInt8]) {
         guard machine.isRunning else { return }
         if ownership?.heldElsewhere(address) == true { return }
-        let value = payload.count <= 1024 ? BirdCodec.decode(field, payload) : .failure(BirdValueError(field: field, raw: [], reason: "over 1024 bytes"))
-        perform(commands.requested(address, field, value, now: now))
+        perform(commands.requested(address, field, payload: payload, now: now))
     }
 
     private func perform(_ actions: [GatewayCommands.Action]) {
         for action in actions {
             switch action {
             case .write(let address, let value):
-                if onWrite?(address, value) != true {
-                    // No machine follows the bird (yet): it waits for its next reading.
-                    perform(commands.written(address, value, failure: nil, retry: true))
-                }
+                if central?.write(address, value) != true { perform(commands.notWritten(address, value)) }
             case .result(let address, let field, let result):
                 publisher?.publish(messages.commandResult(address, field, result))
             }
@@ -270,17 +274,16 @@ final class MQTTGateway: @unchecked Sendable {
         case .claim(let address): publisher.publish(topics.claim(address))
         case .withdrawClaim(let address):
             publisher.publish(GatewayMessages.clearing(topics.holderTopic(address)))
-        case .grant(let address): onGrant?(address)
+        case .grant(let address): central?.grant(address)
         case .release(let address):
             perform(commands.handedOver(address))
-            onRelease?(address)
+            central?.release(address)
         case .heldElsewhere(let address): commands.answeredElsewhere(address)
         case .forgotten(let address): publisher.forgetSticky([topics.heardTopic(address)])
         case .hearingSensor(let address, true):
-            if options.discovery { publisher.publishSticky(messages.hearingDiscovery(address, fleet: topics, version: Version.text)) }
+            publisher.publishSticky(messages.hearingDiscovery(address, fleet: topics, version: options.version))
         case .hearingSensor(let address, false):
-            guard options.discovery else { return }
-            let config = messages.hearingDiscovery(address, fleet: topics, version: Version.text).topic
+            let config = messages.hearingDiscovery(address, fleet: topics, version: options.version).topic
             publisher.forgetSticky([config])
             publisher.publish(GatewayMessages.clearing(config))
         }
@@ -340,3 +343,15 @@ final class MQTTGateway: @unchecked Sendable {
         }
     }
 }
+
+/// What the gateway asks of the central that follows the birds.
+public protocol GatewayCentral: AnyObject {
+    /// Writes `value` on the bird's link; false if there is no link to it.
+    func write(_ address: String, _ value: BirdValue) -> Bool
+    /// `--fleet`: this gateway holds the bird now, and connects it.
+    func grant(_ address: String)
+    /// `--fleet`: another gateway holds the bird now; its link is let go.
+    func release(_ address: String)
+}
+
+extension CentralDriver: GatewayCentral {}

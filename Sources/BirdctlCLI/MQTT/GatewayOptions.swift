@@ -1,22 +1,12 @@
+import Gateway
 import Glibc
 import MQTT
-import Sinks
 
 /// What `--mqtt` and its companion options say: the broker, the topic
-/// prefix, credentials (from a file or the environment, never argv) and TLS.
+/// prefix, credentials (from a file or the environment, never argv) and TLS,
+/// parsed into the gateway's configuration.
 struct GatewayOptions {
-    var settings: MQTTSettings
-    /// `birdctl/<hostname>` unless the URL has a path.
-    var prefix: String
-    var discovery: Bool
-    /// `--fleet`: the gateways under the prefix's parent (ROOT) share the
-    /// birds; this one is the prefix's last level (ROOM).
-    var fleet: FleetOwnership.Configuration?
-    var fleetRoot: String?
-    /// How long a write from MQTT waits for its bird.
-    var writeTimeToLive: Duration = .seconds(60)
-    /// Where the broker is, for messages (`mqtt://host:port`).
-    var brokerDescription: String
+    var configuration: GatewayConfiguration
     /// For stderr, before anything is sent: a password at risk.
     var warnings: [String] = []
 
@@ -38,12 +28,10 @@ struct GatewayOptions {
             return nil
         }
         let target = try Self.parse(url)
-        prefix = target.prefix ?? "birdctl/" + Self.topicSafe(Self.hostname())
-        settings = MQTTSettings(host: target.host, port: target.port, clientID: "birdctl_" + Self.gatewayID(prefix))
-        brokerDescription = "\(target.secure ? "mqtts" : "mqtt")://\(target.host):\(target.port)"
-        discovery = !arguments.has(.noDiscovery)
-        (fleetRoot, fleet) = try Self.fleet(arguments, prefix: prefix)
-        writeTimeToLive = arguments.deadline(.mqttWriteTTL)
+        let prefix = target.prefix ?? "birdctl/" + Self.topicSafe(Self.hostname())
+        var settings = MQTTSettings(host: target.host, port: target.port, clientID: "birdctl_" + GatewayConfiguration.gatewayID(prefix))
+        let discovery = !arguments.has(.noDiscovery)
+        let (fleetRoot, fleet) = try Self.fleet(arguments, prefix: prefix)
         settings.bufferCapacity = arguments.integer(.mqttBuffer) ?? settings.bufferCapacity
         settings.bufferByteCapacity = arguments.integer(.mqttBufferBytes) ?? settings.bufferByteCapacity
 
@@ -67,6 +55,10 @@ struct GatewayOptions {
         if settings.password != nil && !target.secure && !Self.isLoopback(target.host) {
             warnings.append("the MQTT password goes to \(target.host) in plain text (mqtt://); use mqtts:// with --mqtt-ca")
         }
+        configuration = GatewayConfiguration(
+            settings: settings, prefix: prefix, discovery: discovery, fleet: fleet, fleetRoot: fleetRoot,
+            writeTimeToLive: arguments.deadline(.mqttWriteTTL),
+            brokerDescription: "\(target.secure ? "mqtts" : "mqtt")://\(target.host):\(target.port)", version: Version.text)
     }
 
     /// `--fleet`'s root and this gateway's room, from the prefix `ROOT/ROOM`.
@@ -210,30 +202,6 @@ struct GatewayOptions {
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return name.isEmpty ? "localhost" : name
-    }
-
-    /// The prefix as an id (the client id's and Home Assistant's), one to one:
-    /// letters, digits and `-` kept, `/` as `_`, any other byte as `__` and two
-    /// hex digits (`a/b` → `a_b`, `a_b` → `a__5fb`). A prefix has no empty
-    /// level, so `//` never happens and `__` always starts a byte: two prefixes
-    /// never share an id, and so never a client id (a broker disconnects the
-    /// older of two clients with the same id: two gateways would take turns).
-    static func gatewayID(_ prefix: String) -> String {
-        var id = ""
-        for byte in prefix.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"):
-                id.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: "/"): id += "_"
-            default:
-                let hex = Array("0123456789abcdef".unicodeScalars)
-                id += "__"
-                id.unicodeScalars.append(hex[Int(byte >> 4)])
-                id.unicodeScalars.append(hex[Int(byte & 15)])
-            }
-        }
-        return id
     }
 
     /// Letters, digits, `-` and `_` kept, the rest `_`: safe as one topic

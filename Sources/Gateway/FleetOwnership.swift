@@ -44,11 +44,14 @@ public struct FleetOwnership: Sendable {
         /// At most this many other rooms known (what the broker says is
         /// anyone's: more are ignored).
         public var maximumRooms: Int
+        /// Whether Home Assistant hears of the fleet's hearing sensors
+        /// (`--no-discovery` says no).
+        public var discovery: Bool
 
         public init(
             room: String, margin: Int = 8, dwell: Duration = .seconds(20), settle: Duration = .seconds(12),
             takeoverDelay: Duration = .seconds(2), brokerGrace: Duration = .seconds(30), silence: Duration = .seconds(60),
-            maximumBirds: Int = 4096, maximumRooms: Int = 64
+            maximumBirds: Int = 4096, maximumRooms: Int = 64, discovery: Bool = true
         ) {
             self.room = room
             self.margin = margin
@@ -59,6 +62,7 @@ public struct FleetOwnership: Sendable {
             self.silence = silence
             self.maximumBirds = maximumBirds
             self.maximumRooms = maximumRooms
+            self.discovery = discovery
         }
     }
 
@@ -341,7 +345,8 @@ public struct FleetOwnership: Sendable {
     /// Once a bird this room reports has a holder (it is one of the fleet's
     /// birds, not a stranger passing by), its hearing sensor is described.
     private mutating func describeHearing(_ address: String) -> [Action] {
-        guard let bird = birds[address], !bird.hearingSensor, bird.holder != nil, bird.published != nil else { return [] }
+        guard configuration.discovery, let bird = birds[address], !bird.hearingSensor, bird.holder != nil, bird.published != nil
+        else { return [] }
         birds[address]?.hearingSensor = true
         return [.hearingSensor(address: address, true)]
     }

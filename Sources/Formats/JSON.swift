@@ -4,13 +4,13 @@
 public struct JSONObject {
     private var bytes: [UInt8]
 
-    init() {
+    public init() {
         bytes = []
         bytes.reserveCapacity(192)  // a reading's line or a bird's state, without growing
         bytes.append(UInt8(ascii: "{"))
     }
 
-    indirect enum Value {
+    public indirect enum Value {
         case string(String)
         case number(String)
         case integer(Int)
@@ -40,22 +40,22 @@ public struct JSONObject {
         }
     }
 
-    mutating func add(_ key: String, _ value: Value) {
+    public mutating func add(_ key: String, _ value: Value) {
         if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
         JSONObject.appendQuoted(key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         value.append(to: &bytes)
     }
 
-    mutating func add(_ key: String, _ value: String) { add(key, .string(value)) }
+    public mutating func add(_ key: String, _ value: String) { add(key, .string(value)) }
 
-    mutating func add(_ key: String, ifPresent value: String?) {
+    public mutating func add(_ key: String, ifPresent value: String?) {
         if let value { add(key, .string(value)) }
     }
 
-    var renderedBytes: [UInt8] { bytes + [UInt8(ascii: "}")] }
+    public var renderedBytes: [UInt8] { bytes + [UInt8(ascii: "}")] }
 
-    var rendered: String { String(decoding: renderedBytes, as: UTF8.self) }
+    public var rendered: String { String(decoding: renderedBytes, as: UTF8.self) }
 
     /// `s` as a JSON string. Besides what JSON requires, it escapes what
     /// `SafeText` does (C1, bidi controls, format characters), so a JSON line
@@ -67,7 +67,7 @@ public struct JSONObject {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
+    public static func appendQuoted(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Keys, addresses, colours and numbers are printable ASCII without a
         // quote or backslash: their bytes go as they are.

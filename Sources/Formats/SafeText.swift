@@ -58,7 +58,7 @@ public enum SafeText {
     }
 
     /// `value` as lower-case hex, zero-padded to `digits`.
-    static func hex(_ value: UInt32, digits: Int) -> String {
+    public static func hex(_ value: UInt32, digits: Int) -> String {
         let text = String(value, radix: 16)
         return String(repeating: "0", count: max(0, digits - text.count)) + text
     }

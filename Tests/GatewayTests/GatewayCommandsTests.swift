@@ -1,5 +1,6 @@
 import Bird
-import Sinks
+import BlueZ
+import Gateway
 import Testing
 
 private let robin = "F0:0D:B1:7D:00:01"
@@ -16,13 +17,12 @@ struct GatewayCommandsTests {
     @Test func aWriteForAStreamingBirdGoesOutAtOnceAndItsAnswerIsTheResult() {
         var commands = streaming()
         #expect(commands.requested(robin, .alpha, .success(half), now: .zero) == [.write(address: robin, half)])
-        #expect(commands.written(robin, half, failure: nil, retry: false) == [.result(address: robin, .alpha, .written(half))])
+        #expect(commands.written(robin, half, failure: nil) == [.result(address: robin, .alpha, .written(half))])
         #expect(!commands.hasPending)
         // A refusal is the result too.
         _ = commands.requested(robin, .alpha, .success(half), now: .zero)
-        #expect(commands.written(robin, half, failure: "Not permitted", retry: false) == [
-            .result(address: robin, .alpha, .failed("Not permitted"))
-        ])
+        let refused = BlueZError(.notPermitted, name: "org.bluez.Error.NotPermitted", message: "Not permitted")
+        #expect(commands.written(robin, half, failure: refused) == [.result(address: robin, .alpha, .failed("\(refused)"))])
     }
 
     @Test func twoFieldsOfOneBirdAreWrittenOneAfterTheOther() {
@@ -30,7 +30,7 @@ struct GatewayCommandsTests {
         let wren = BirdValue.name("Wren")
         #expect(commands.requested(robin, .name, .success(wren), now: .zero) == [.write(address: robin, wren)])
         #expect(commands.requested(robin, .alpha, .success(half), now: .zero) == [])
-        #expect(commands.written(robin, wren, failure: nil, retry: false) == [
+        #expect(commands.written(robin, wren, failure: nil) == [
             .result(address: robin, .name, .written(wren)), .write(address: robin, half),
         ])
     }
@@ -71,7 +71,7 @@ struct GatewayCommandsTests {
         var inFlight = streaming()
         _ = inFlight.requested(robin, .alpha, .success(half), now: .zero)
         #expect(inFlight.requested(robin, .alpha, .success(.alpha(percent: 20)), now: .zero) == [])
-        #expect(inFlight.written(robin, half, failure: nil, retry: false) == [
+        #expect(inFlight.written(robin, half, failure: nil) == [
             .result(address: robin, .alpha, .written(half)), .write(address: robin, .alpha(percent: 20)),
         ])
     }
@@ -95,11 +95,30 @@ struct GatewayCommandsTests {
         #expect(commands.tick(now: .seconds(3600)) == [])
     }
 
-    @Test func aWriteRefusedAsNotReadyIsTriedAgainAtTheNextReading() {
+    @Test(arguments: [BlueZError.Kind.notReady, .inProgress])
+    func aWriteRefusedAsNotReadyOrBusyIsTriedAgainAtTheNextReading(_ kind: BlueZError.Kind) {
         var commands = streaming()
         _ = commands.requested(robin, .alpha, .success(half), now: .zero)
-        #expect(commands.written(robin, half, failure: "Not Ready", retry: true) == [])
+        #expect(commands.written(robin, half, failure: BlueZError(kind, message: "not now")) == [])
         #expect(commands.streams(robin) == [.write(address: robin, half)])
+    }
+
+    @Test func aWriteNoMachineCouldCarryOutWaitsForTheNextReading() {
+        var commands = streaming()
+        #expect(commands.requested(robin, .alpha, .success(half), now: .zero) == [.write(address: robin, half)])
+        #expect(commands.notWritten(robin, half) == [])
+        #expect(commands.hasPending)
+        #expect(commands.streams(robin) == [.write(address: robin, half)])
+    }
+
+    @Test func aPayloadIsDecodedWithSetsRulesAndRefusedUnreadAboveItsBound() throws {
+        var commands = streaming()
+        #expect(commands.requested(robin, .alpha, payload: Array("50".utf8), now: .zero) == [.write(address: robin, half)])
+        let tooLong = commands.requested(robin, .name, payload: Array(repeating: UInt8(ascii: "a"), count: 1025), now: .zero)
+        guard case .result(_, .name, .failed(let reason))? = tooLong.first else { Issue.record("\(tooLong)"); return }
+        #expect(tooLong.count == 1 && reason.contains("over 1024 bytes"))
+        let bad = commands.requested(robin, .color, payload: Array("purple".utf8), now: .zero)
+        #expect(bad.count == 1 && { if case .result(_, .color, .failed) = bad[0] { true } else { false } }())
     }
 
     @Test func birdsWithWritesWaitingAreBounded() {

@@ -1,4 +1,4 @@
-import Sinks
+import Gateway
 import Testing
 
 private let robin = "F0:0D:B1:7D:00:01"
@@ -53,6 +53,14 @@ struct FleetOwnershipTests {
         _ = garden.hears(-70)
         _ = garden.reported("kitchen", -50)
         #expect(garden.after(10) == [])  // kitchen hears it better
+    }
+
+    @Test func withoutDiscoveryNoHearingSensorIsDescribed() {
+        var kitchen = FleetOwnership(.init(room: "kitchen", settle: .seconds(5), discovery: false))
+        _ = kitchen.brokerConnected(now: .zero)
+        _ = kitchen.heard(robin, rssi: -50, now: .zero)
+        #expect(kitchen.tick(now: .seconds(5)) == [.claim(address: robin)])
+        #expect(kitchen.reportedHolder(robin, "kitchen", now: .seconds(5)) == [.grant(address: robin)])
     }
 
     @Test func equalReportsGoToTheFirstRoomByName() {

@@ -1,3 +1,4 @@
+import Bird
 import MQTT
 
 /// `--fleet`: the topics gateways sharing a broker decide by
@@ -10,9 +11,9 @@ import MQTT
 /// What comes from the broker is anyone's: topics not shaped like these,
 /// rooms that are no topic level, RSSIs out of range and payloads over a
 /// few bytes are ignored.
-struct FleetTopics {
+public struct FleetTopics {
     /// The level under ROOT that holds the fleet's own topics (no room may be named so).
-    static let shared = "fleet"
+    public static let shared = "fleet"
 
     let root: String
     let room: String
@@ -70,7 +71,7 @@ struct FleetTopics {
     }
 
     private static func address(_ level: Substring) -> String? {
-        Arguments.isAddress(String(level)) ? level.uppercased() : nil
+        BluetoothAddress(level)?.description
     }
 
     private static func isRoom<S: StringProtocol>(_ name: S) -> Bool {

@@ -1,6 +1,6 @@
 import Bird
+import Formats
 import MQTT
-import Sinks
 
 /// A bird's Home Assistant discovery: its sensors, its controls, its last
 /// reading, and with `--fleet` the gateway that holds it and how well each hears it.

@@ -2,7 +2,7 @@ import Bird
 import DBus
 import Testing
 
-@testable import BirdctlCLI
+@testable import Formats
 
 @Suite("Escaping what peers say")
 struct SafeTextTests {
@@ -74,13 +74,5 @@ struct SafeTextTests {
         formatter.appendReading(peripheral, .name("Rob\u{202E}in"), raw: [], notified: true, to: &line)
         #expect(String(decoding: line, as: UTF8.self).hasSuffix(#"Rob\u202ein"#))
         #expect(formatter.text(.name("Rob\u{202E}in")) == #"Rob\u202ein"#)
-    }
-
-    @Test func scanLinesAreEscaped() {
-        let result = ScanResult(address: "F0:0D:B1:7D:00:01", name: Self.hostileName, rssi: -50, history: RSSIHistory())
-        let text = ScanCommand.line(for: result, ReportFormatter(json: false, color: false))
-        #expect(text == #"F0:0D:B1:7D:00:01  -50 dBm   Ev\x1b[2J\x1b]0;pwned\x07il"#)
-        let json = ScanCommand.line(for: result, ReportFormatter(json: true, color: false))
-        #expect(json.contains(#""name":"Ev\u001b[2J\u001b]0;pwned\u0007il""#))
     }
 }

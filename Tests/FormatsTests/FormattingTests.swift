@@ -3,7 +3,7 @@ import DBus
 import Glibc
 import Testing
 
-@testable import BirdctlCLI
+@testable import Formats
 
 @Suite("Formatting readings and events")
 struct FormattingTests {
@@ -110,19 +110,6 @@ struct FormattingTests {
         #expect(plain == "#010203")
         let coloured = ReportFormatter(json: false, color: true).styled(.color(RGBColor(red: 1, green: 2, blue: 3)))
         #expect(coloured.hasPrefix("\u{1B}[38;2;1;2;3m") && coloured.hasSuffix(" #010203"))
-    }
-
-    @Test func readPrintsInFieldOrderBareOrJSON() {
-        let results = ReadCommand.ReadResults()
-        results.peripheral = Self.robin
-        results.values[.alpha] = (.alpha(percent: 80), Array("80".utf8))
-        results.values[.name] = (.name("Robin"), Array("Robin".utf8))
-        #expect(ReadCommand.lines(results, fields: [.alpha], bare: true, Self.text) == ["0.8"])
-        #expect(ReadCommand.lines(results, fields: [.name, .alpha], bare: false, Self.text) == ["name   Robin", "alpha  0.8"])
-        results.errors[.color] = BirdValueError(field: .color, raw: [0x7A], reason: "expected #RRGGBB or #RRGGBBAA")
-        #expect(ReadCommand.lines(results, fields: BirdField.allCases, bare: false, Self.json) == [
-            ##"{"address":"F0:0D:B1:7D:00:01","name":"Robin","alpha":0.8,"raw":{"name":"526f62696e","color":"7a","alpha":"3830"},"errors":{"color":"expected #RRGGBB or #RRGGBBAA"}}"##
-        ])
     }
 }
 

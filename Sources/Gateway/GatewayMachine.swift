@@ -4,9 +4,9 @@ import Bird
 /// it remembers of each bird, what goes to the broker and when, what a
 /// reconnect sends again, and how an exit waits for the broker. One
 /// `mutating` method per event (a report, the end of a loop wake-up, a
-/// broker event, a timer, the close) returns what to do; `MQTTGateway` in
-/// the CLI renders publications into topics and payloads and performs the
-/// actions. Tested through events (`Tests/SinksTests`).
+/// broker event, a timer, the close) returns what to do; `GatewayMessages`
+/// renders publications into topics and payloads and `MQTTGateway` performs
+/// the actions. Tested through events (`Tests/GatewayTests`).
 public struct GatewayMachine: Sendable {
     /// What to publish, before it is a topic and bytes.
     public enum Publication: Hashable, Sendable {
@@ -61,6 +61,9 @@ public struct GatewayMachine: Sendable {
         case publishSticky(Publication)
         /// These birds' status and discovery are no longer sent again.
         case forgetSticky(addresses: [String])
+        /// Stop re-sending the fleet's shared sensor configs of the bird
+        /// after a reconnect (`shared`: the bird's next holder publishes them).
+        case forgetSharedDiscovery(address: String)
         /// Publish `final`, then disconnect once everything queued is taken.
         case closePublisher(final: [Publication])
         case armExitTimer
@@ -210,6 +213,8 @@ public struct GatewayMachine: Sendable {
         case .disconnected(let peripheral):
             actions += setOnline(peripheral, false)
             actions.append(.publish(.event(address: peripheral.address, report)))
+            // The next holder publishes the fleet's sensors of the bird: ours must not come back after a reconnect.
+            if configuration.shared { actions.append(.forgetSharedDiscovery(address: peripheral.address)) }
         case .badValue(let p, _), .found(let p, _), .retrying(let p, _, _), .operationFailed(let p, _, _), .pairing(let p),
             .paired(let p), .polled(let p), .held(let p), .written(let p, _, _), .adapter(let p, _, _):
             actions.append(.publish(.event(address: p.address, report)))

@@ -5,7 +5,7 @@ import Bird
 extension ReportFormatter {
     /// `{"event":"quiet","address":…,"probe":"sent","silent_s":4,"usual_gap_s":1}`, then
     /// `"probe":"answered"` (the link is kept) or `"probe":"unanswered","message":…` (it is ended).
-    func quietLine(_ p: Peripheral, _ probe: BirdCentral.QuietProbe) -> String {
+    public func quietLine(_ p: Peripheral, _ probe: BirdCentral.QuietProbe) -> String {
         var object = event("quiet", p)
         switch probe {
         case .probing(let silentFor, let usualGap):
@@ -21,7 +21,7 @@ extension ReportFormatter {
         return object.rendered
     }
 
-    func quietText(_ p: Peripheral, _ probe: BirdCentral.QuietProbe) -> String {
+    public func quietText(_ p: Peripheral, _ probe: BirdCentral.QuietProbe) -> String {
         switch probe {
         case .probing(let silentFor, let usualGap):
             "nothing from \(label(p)) for \(Self.secondsText(silentFor)) s"
@@ -34,7 +34,7 @@ extension ReportFormatter {
     }
 
     /// Seconds to the millisecond, without trailing zeros: `4`, `2.5`.
-    static func secondsText(_ duration: Duration) -> String {
+    public static func secondsText(_ duration: Duration) -> String {
         let milliseconds = Int64(duration.components.seconds) * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         let whole = milliseconds / 1000, fraction = milliseconds % 1000
         guard fraction != 0 else { return "\(whole)" }

@@ -2,11 +2,16 @@ import Bird
 
 /// How readings and events look: text for people, JSON Lines for programs.
 /// Data goes to stdout; in text mode, events go to stderr as diagnostics.
-struct ReportFormatter {
-    var json: Bool
-    var color: Bool
+public struct ReportFormatter: Sendable {
+    public var json: Bool
+    public var color: Bool
 
-    typealias Peripheral = BirdCentral.Peripheral
+    public init(json: Bool, color: Bool) {
+        self.json = json
+        self.color = color
+    }
+
+    public typealias Peripheral = BirdCentral.Peripheral
 
     // MARK: Readings
 
@@ -14,7 +19,7 @@ struct ReportFormatter {
     /// bytes straight into the output buffer: this runs per notification, and
     /// making a String of the line and copying it out again cost more than
     /// the rest of it.
-    func appendReading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool, to line: inout [UInt8]) {
+    public func appendReading(_ peripheral: Peripheral, _ value: BirdValue, raw: [UInt8], notified: Bool, to line: inout [UInt8]) {
         if json {
             var object = event("reading", peripheral)
             object.add("field", value.field.rawValue)
@@ -66,7 +71,7 @@ struct ReportFormatter {
     private static let styleOff = Array("\u{1B}[0m".utf8)
 
     /// A `bad_value` JSON Lines event.
-    func badValueLine(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
+    public func badValueLine(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
         var object = event("bad_value", peripheral)
         object.add("field", error.field.rawValue)
         object.add("error", error.reason)
@@ -75,25 +80,25 @@ struct ReportFormatter {
     }
 
     /// The same for a person, on stderr.
-    func badValueText(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
+    public func badValueText(_ peripheral: Peripheral, _ error: BirdValueError) -> String {
         "\(error) from \(peripheral.address)"
     }
 
     /// A value as JSON: alpha is a number, the rest strings.
-    static func jsonValue(_ value: BirdValue) -> JSONObject.Value {
+    public static func jsonValue(_ value: BirdValue) -> JSONObject.Value {
         if case .alpha = value { return .number(value.text) }
         return .string(value.text)
     }
 
     /// The value as text, escaped (a name is the peer's; colour and alpha
     /// text are ours).
-    func text(_ value: BirdValue) -> String {
+    public func text(_ value: BirdValue) -> String {
         if case .name(let name) = value { return SafeText.escaped(name) }
         return value.text
     }
 
     /// The value, with a swatch of the colour itself on a colour terminal.
-    func styled(_ value: BirdValue) -> String {
+    public func styled(_ value: BirdValue) -> String {
         guard color, case .color(let rgb) = value else { return text(value) }
         return "\u{1B}[38;2;\(rgb.red);\(rgb.green);\(rgb.blue)m■\u{1B}[0m \(value.text)"
     }
@@ -101,7 +106,7 @@ struct ReportFormatter {
     // MARK: Events
 
     /// A JSON Lines event, or nil in text mode (where `eventText` goes to stderr).
-    func eventLine(_ report: BirdCentral.Report) -> String? {
+    public func eventLine(_ report: BirdCentral.Report) -> String? {
         guard json else { return nil }
         switch report {
         case .found(let p, let rssi):
@@ -190,7 +195,7 @@ struct ReportFormatter {
     /// The same events for a person, on stderr: not escaped here, since
     /// `Diagnostics` escapes every message once (twice would double each
     /// backslash).
-    func eventText(_ report: BirdCentral.Report) -> String? {
+    public func eventText(_ report: BirdCentral.Report) -> String? {
         switch report {
         case .found(let p, let rssi): "found \(label(p))" + (rssi.map { " at \($0) dBm" } ?? "")
         case .connected(let p): "connected to \(label(p))"
@@ -227,12 +232,12 @@ struct ReportFormatter {
 
     /// `Robin (F0:0D:B1:7D:00:01)`: the advertised name as the peer gave it,
     /// for messages escaped where they are printed.
-    func label(_ p: Peripheral) -> String {
+    public func label(_ p: Peripheral) -> String {
         if let name = p.name, !name.isEmpty { return "\(name) (\(p.address))" }
         return p.address
     }
 
-    func event(_ name: String, _ peripheral: Peripheral?) -> JSONObject {
+    public func event(_ name: String, _ peripheral: Peripheral?) -> JSONObject {
         var object = JSONObject()
         object.add("time", Timestamp.iso8601())
         object.add("event", name)
@@ -242,11 +247,11 @@ struct ReportFormatter {
 
     // MARK: Styling
 
-    func dim(_ s: String) -> String { color ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
-    func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
+    public func dim(_ s: String) -> String { color ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
+    public func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
 
     /// Pads ASCII text (field names) to `width`.
-    func pad(_ s: String, _ width: Int) -> String {
+    public func pad(_ s: String, _ width: Int) -> String {
         s.utf8.count >= width ? s : s + String(repeating: " ", count: width - s.utf8.count)
     }
 }

@@ -1,6 +1,6 @@
 import Bird
+import Formats
 import MQTT
-import Sinks
 
 /// The topics and payloads a gateway publishes (docs/mqtt.md, "Topics"):
 ///
@@ -19,7 +19,7 @@ import Sinks
 struct GatewayMessages {
     let prefix: String
     /// The prefix as an id: `birdctl/kitchen` → `birdctl_kitchen` (one to
-    /// one, `GatewayOptions.gatewayID`).
+    /// one, `GatewayConfiguration.gatewayID`).
     let gatewayID: String
     /// `--fleet`: a bird has one set of entities in the whole fleet, whose
     /// configs its holder publishes (pointing at its own topics).
@@ -29,7 +29,7 @@ struct GatewayMessages {
 
     init(prefix: String, fleet: FleetTopics? = nil) {
         self.prefix = prefix
-        gatewayID = GatewayOptions.gatewayID(prefix)
+        gatewayID = GatewayConfiguration.gatewayID(prefix)
         self.fleet = fleet
         probeToken = String(UInt64.random(in: .min ... .max), radix: 16)
     }
@@ -55,7 +55,7 @@ struct GatewayMessages {
             if let limit { object.add("limit", .integer(limit)) }
             if !adapters.isEmpty {
                 var each = JSONObject()
-                for adapter in adapters where Option.isAdapterName(adapter.adapter) {
+                for adapter in adapters where AdapterPool.isAdapterName(adapter.adapter) {
                     var links = JSONObject()
                     links.add("used", .integer(adapter.used))
                     if let limit = adapter.limit { links.add("limit", .integer(limit)) }
@@ -66,7 +66,7 @@ struct GatewayMessages {
             return [MQTTMessage(linksTopic, object.rendered, retain: true)]
         case .linksDiscovery: return linksDiscovery(version: version)
         case .adapterLinksDiscovery(let adapter):
-            return Option.isAdapterName(adapter) ? linksDiscovery(version: version, adapter: adapter) : []
+            return AdapterPool.isAdapterName(adapter) ? linksDiscovery(version: version, adapter: adapter) : []
         case .health(let connectFailures):
             var object = JSONObject()
             object.add("connect_failures", .integer(connectFailures))
@@ -109,10 +109,10 @@ struct GatewayMessages {
     func command(_ topic: String) -> (address: String, field: BirdField)? {
         guard topic.hasPrefix(commandRoot + "/"), topic.hasSuffix("/set") else { return nil }
         let levels = topic.dropFirst(commandRoot.count + 1).dropLast("/set".count).split(separator: "/", omittingEmptySubsequences: false)
-        guard levels.count == 2, Arguments.isAddress(String(levels[0])), let field = BirdField(rawValue: String(levels[1])) else {
+        guard levels.count == 2, let address = BluetoothAddress(levels[0]), let field = BirdField(rawValue: String(levels[1])) else {
             return nil
         }
-        return (levels[0].uppercased(), field)
+        return (address.description, field)
     }
 
     /// A command's result (not retained): `{"ok":true,"value":…}` or `{"ok":false,"message":…}`, and the gateway.
@@ -140,8 +140,14 @@ struct GatewayMessages {
         guard message.retain, message.payload.elementsEqual("online".utf8),
             message.topic.hasPrefix(prefix + "/"), message.topic.hasSuffix("/status")
         else { return nil }
-        let address = String(message.topic.dropFirst(prefix.count + 1).dropLast("/status".count))
-        return Arguments.isAddress(address) ? address : nil
+        return Self.ourAddress(message.topic.dropFirst(prefix.count + 1).dropLast("/status".count))
+    }
+
+    /// An address level as this gateway writes it (upper case), or nil: a
+    /// topic spelled otherwise is not one of ours.
+    private static func ourAddress(_ level: Substring) -> String? {
+        guard let address = BluetoothAddress(level), address.description == level else { return nil }
+        return address.description
     }
 
     /// The value as text; a name is the peer's and is escaped as on a
@@ -235,7 +241,7 @@ struct GatewayMessages {
         for sensor in ["links", "link_limit"] {
             let head = "homeassistant/sensor/birdctl_\(gatewayID)_\(sensor)_"
             guard topic.hasPrefix(head), topic.hasSuffix("/config") else { continue }
-            if Option.isAdapterName(String(topic.dropFirst(head.count).dropLast("/config".count))) { return true }
+            if AdapterPool.isAdapterName(String(topic.dropFirst(head.count).dropLast("/config".count))) { return true }
         }
         return false
     }
@@ -302,7 +308,7 @@ struct GatewayMessages {
     func birdOfTopic(_ topic: String) -> String? {
         guard topic.hasPrefix(prefix + "/") else { return nil }
         let level = topic.dropFirst(prefix.count + 1).prefix { $0 != "/" }
-        return Arguments.isAddress(String(level)) ? String(level) : nil
+        return Self.ourAddress(level)
     }
 
     /// What this gateway publishes retained about a bird (its values, state

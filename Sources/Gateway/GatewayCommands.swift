@@ -1,4 +1,5 @@
 import Bird
+import BlueZ
 
 /// Writes asked for over MQTT (`…/ADDRESS/FIELD/set`): each waits until its
 /// bird streams on a link of this gateway, is written there once, and gets a
@@ -11,10 +12,13 @@ public struct GatewayCommands: Sendable {
         public var timeToLive: Duration
         /// At most this many birds with writes waiting.
         public var maximumBirds: Int
+        /// A command's payload is refused above this many bytes, before it is decoded.
+        public var maximumPayload: Int
 
-        public init(timeToLive: Duration = .seconds(60), maximumBirds: Int = 256) {
+        public init(timeToLive: Duration = .seconds(60), maximumBirds: Int = 256, maximumPayload: Int = 1024) {
             self.timeToLive = timeToLive
             self.maximumBirds = maximumBirds
+            self.maximumPayload = maximumPayload
         }
     }
 
@@ -51,6 +55,16 @@ public struct GatewayCommands: Sendable {
 
     // MARK: Events
 
+    /// A command's payload from the broker: decoded with `birdctl set`'s
+    /// rules (a payload over `maximumPayload` is refused unread).
+    public mutating func requested(_ address: String, _ field: BirdField, payload: [UInt8], now: Duration) -> [Action] {
+        let value =
+            payload.count <= configuration.maximumPayload
+            ? BirdCodec.decode(field, payload)
+            : .failure(BirdValueError(field: field, raw: [], reason: "over \(configuration.maximumPayload) bytes"))
+        return requested(address, field, value, now: now)
+    }
+
     /// A command: the text as `birdctl set` takes it, already validated with
     /// its rules into `value` — or the reason it is not one.
     public mutating func requested(_ address: String, _ field: BirdField, _ value: Swift.Result<BirdValue, BirdValueError>, now: Duration)
@@ -74,6 +88,15 @@ public struct GatewayCommands: Sendable {
         }
         pending[address, default: [:]][field] = Pending(value: value, deadline: now + configuration.timeToLive)
         return actions + writes(address)
+    }
+
+    /// The write could not go (no machine follows the bird yet, or its link is
+    /// going or not ready): it goes again at the bird's next reading.
+    public mutating func notWritten(_ address: String, _ value: BirdValue) -> [Action] {
+        guard pending[address]?[value.field]?.inFlight == true else { return [] }
+        pending[address]?[value.field]?.inFlight = false
+        streaming.remove(address)
+        return []
     }
 
     /// The bird is connected here, or streams (a reading; the gateway tells
@@ -102,17 +125,14 @@ public struct GatewayCommands: Sendable {
         pending[address] = nil
     }
 
-    /// The central's answer to a write (`written` report).
-    public mutating func written(_ address: String, _ value: BirdValue, failure: String?, retry: Bool) -> [Action] {
+    /// The central's answer to a write (`written` report). A link not ready
+    /// yet, or another write in flight on it, is no answer: the write goes
+    /// again at the bird's next reading.
+    public mutating func written(_ address: String, _ value: BirdValue, failure: BlueZError?) -> [Action] {
         guard let entry = pending[address]?[value.field], entry.inFlight else { return [] }
         let field = value.field
-        if retry {
-            // Not streaming after all (the link is going, or not ready yet): the next reading tries again.
-            pending[address]?[field]?.inFlight = false
-            streaming.remove(address)
-            return []
-        }
-        let actions: [Action] = [.result(address: address, field, failure.map(Result.failed) ?? .written(value))]
+        if failure?.kind == .notReady || failure?.kind == .inProgress { return notWritten(address, value) }
+        let actions: [Action] = [.result(address: address, field, failure.map { .failed("\($0)") } ?? .written(value))]
         if entry.value != value {
             // A newer value came while this one was in flight: it goes next.
             pending[address]?[field]?.inFlight = false
