@@ -111,7 +111,7 @@ struct Arguments {
         return choice
     }
 
-    func addresses(_ option: Option) -> Set<String> {
+    func addresses(_ option: Option) -> Set<BluetoothAddress> {
         guard case .addresses(let addresses)? = converted(option) else { preconditionFailure("\(option.name) is not addresses") }
         return addresses
     }
@@ -122,12 +122,12 @@ struct Arguments {
     }
 
     /// An optional ADDRESS, then fields, from the positionals.
-    func addressAndFields() throws(UsageError) -> (address: String?, fields: [BirdField]) {
-        var address: String?
+    func addressAndFields() throws(UsageError) -> (address: BluetoothAddress?, fields: [BirdField]) {
+        var address: BluetoothAddress?
         var fields: [BirdField] = []
         for (position, argument) in positionals.enumerated() {
             if position == 0, let given = BluetoothAddress(argument) {
-                address = given.description
+                address = given
             } else if let field = BirdField(rawValue: argument.lowercased()) {
                 if !fields.contains(field) { fields.append(field) }
             } else if BluetoothAddress(argument) != nil {

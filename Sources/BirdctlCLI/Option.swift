@@ -30,7 +30,7 @@ struct Option: Hashable, Sendable {
         /// or `all` (several adapters as one pool), where the command allows
         /// it (`CommonOptions.adapterPool`).
         case adapter
-        /// Bird addresses separated by commas, upper-cased.
+        /// Bird addresses separated by commas.
         case addresses
         /// A Bird value, checked as a reading is (`BirdCodec`).
         case birdValue(BirdField, default: String)
@@ -145,7 +145,7 @@ enum OptionValue: Equatable, Sendable {
     case seconds(Duration?)
     case integer(Int)
     case text(String)
-    case addresses(Set<String>)
+    case addresses(Set<BluetoothAddress>)
     case birdValue(BirdValue)
 }
 
@@ -186,12 +186,12 @@ extension Option.Kind {
             if Set(names).count < names.count { throw UsageError("\(name) names an adapter twice: '\(text)'") }
             return .text(names.joined(separator: ","))
         case .addresses:
-            var addresses: Set<String> = []
+            var addresses: Set<BluetoothAddress> = []
             for address in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingSpaces }) {
                 guard let given = BluetoothAddress(address) else {
                     throw UsageError("\(name) expects addresses like AA:BB:CC:DD:EE:FF, separated by commas; got '\(address)'")
                 }
-                addresses.insert(given.description)
+                addresses.insert(given)
             }
             return .addresses(addresses)
         case .birdValue(let field, _):

@@ -1,3 +1,5 @@
+import Bird
+
 /// A JSON object written key by key, in the order given (stable output for
 /// people reading JSON Lines, and no Foundation). Built as UTF-8 bytes: a
 /// `watch --json` line and a gateway's state message are made per reading.
@@ -48,6 +50,8 @@ public struct JSONObject {
     }
 
     public mutating func add(_ key: String, _ value: String) { add(key, .string(value)) }
+
+    public mutating func add(_ key: String, _ address: BluetoothAddress) { add(key, .string(address.description)) }
 
     public mutating func add(_ key: String, ifPresent value: String?) {
         if let value { add(key, .string(value)) }

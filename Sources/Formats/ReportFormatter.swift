@@ -33,7 +33,7 @@ public struct ReportFormatter: Sendable {
         Timestamp.appendClock(to: &line)
         if color { line += Self.styleOff }
         Self.appendGap(to: &line)
-        line += peripheral.address.utf8
+        peripheral.address.append(to: &line)
         Self.appendGap(to: &line)
         line += fieldLabel(value.field)
         Self.appendGap(to: &line)
@@ -143,7 +143,7 @@ public struct ReportFormatter: Sendable {
             return object.rendered
         case .forgotten(let address):
             var object = event("forgotten", nil)
-            object.add("address", address)
+            object.add("address", address.description)
             return object.rendered
         case .links(let adapter, let used, let limit, let learned):
             var object = event("links", nil)
@@ -234,14 +234,14 @@ public struct ReportFormatter: Sendable {
     /// for messages escaped where they are printed.
     public func label(_ p: Peripheral) -> String {
         if let name = p.name, !name.isEmpty { return "\(name) (\(p.address))" }
-        return p.address
+        return p.address.description
     }
 
     public func event(_ name: String, _ peripheral: Peripheral?) -> JSONObject {
         var object = JSONObject()
         object.add("time", Timestamp.iso8601())
         object.add("event", name)
-        if let peripheral { object.add("address", peripheral.address) }
+        if let peripheral { object.add("address", peripheral.address.description) }
         return object
     }
 

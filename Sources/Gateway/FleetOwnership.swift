@@ -1,3 +1,4 @@
+import Bird
 /// `watch --all --mqtt URL --fleet`: gateways sharing a broker agree, through
 /// the broker alone, that each bird is connected by exactly one of them — the
 /// one that hears it best — with hysteresis, and a takeover when the holder
@@ -68,27 +69,27 @@ public struct FleetOwnership: Sendable {
 
     public enum Action: Hashable, Sendable {
         /// Retained `heard/ROOM` for this room: the smoothed RSSI, or cleared (nil).
-        case publishHeard(address: String, rssi: Int?)
+        case publishHeard(address: BluetoothAddress, rssi: Int?)
         /// Retained `holder`: this room's claim. Not sent again by itself
         /// after a reconnect: once what the broker retains has come in
         /// (`retainedSeen`), a claim the broker lost is made again, and one
         /// another room made meanwhile is yielded to.
-        case claim(address: String)
+        case claim(address: BluetoothAddress)
         /// This room lets the bird go: its claim cleared on the broker (an
         /// empty retained `holder`).
-        case withdrawClaim(address: String)
+        case withdrawClaim(address: BluetoothAddress)
         /// The fleet may connect the bird (this room's claim came back).
-        case grant(address: String)
+        case grant(address: BluetoothAddress)
         /// The fleet lets the bird go (its link undone).
-        case release(address: String)
+        case release(address: BluetoothAddress)
         /// Another room came to hold a bird this one never claimed: what
         /// waited here for it (writes from MQTT) is that room's to answer.
-        case heldElsewhere(address: String)
+        case heldElsewhere(address: BluetoothAddress)
         /// Nothing of the bird is remembered any more.
-        case forgotten(address: String)
+        case forgotten(address: BluetoothAddress)
         /// A sensor of how loud this room hears a bird of the fleet (one with
         /// a holder) is described to Home Assistant (true), or removed (false).
-        case hearingSensor(address: String, Bool)
+        case hearingSensor(address: BluetoothAddress, Bool)
     }
 
     struct Bird: Sendable {
@@ -109,7 +110,7 @@ public struct FleetOwnership: Sendable {
     }
 
     public let configuration: Configuration
-    private(set) var birds: [String: Bird] = [:]
+    private(set) var birds: [BluetoothAddress: Bird] = [:]
     /// Rooms whose gateway says `online`.
     private(set) var alive: Set<String> = []
     /// Since when each room that said `offline` has been so (rooms are few).
@@ -119,7 +120,7 @@ public struct FleetOwnership: Sendable {
     /// Since when the broker is lost, while birds are still held.
     private var lostSince: Duration?
     /// Birds whose retained holder came since the last connect.
-    private var holderSeen: Set<String> = []
+    private var holderSeen: Set<BluetoothAddress> = []
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -129,23 +130,23 @@ public struct FleetOwnership: Sendable {
     var room: String { configuration.room }
 
     /// The bird's holder as this gateway knows it.
-    public func holder(of address: String) -> String? { birds[address]?.holder }
+    public func holder(of address: BluetoothAddress) -> String? { birds[address]?.holder }
 
     /// Another room, online, holds the bird (a write from MQTT is its to carry out).
-    public func heldElsewhere(_ address: String) -> Bool {
+    public func heldElsewhere(_ address: BluetoothAddress) -> Bool {
         guard let holder = birds[address]?.holder else { return false }
         return holder != room && alive.contains(holder)
     }
 
     /// How many other rooms it knows of, and how many report a bird (for tests and bounds).
     public var roomsKnown: Int { alive.count + offlineSince.count }
-    public func reportsKept(_ address: String) -> Int { birds[address]?.heard.count ?? 0 }
+    public func reportsKept(_ address: BluetoothAddress) -> Int { birds[address]?.heard.count ?? 0 }
 
 
     // MARK: What this gateway hears and holds
 
     /// An advertisement of a bird at `rssi`.
-    public mutating func heard(_ address: String, rssi: Int, now: Duration) -> [Action] {
+    public mutating func heard(_ address: BluetoothAddress, rssi: Int, now: Duration) -> [Action] {
         guard birds[address] != nil || birds.count < configuration.maximumBirds else { return [] }
         var bird = birds[address, default: Bird()]
         // Smoothed over about four advertisements: noise of ±6 dB moves it by ±1.5.
@@ -156,7 +157,7 @@ public struct FleetOwnership: Sendable {
     }
 
     /// The fleet connected the bird (or lost its link).
-    public mutating func linked(_ address: String, _ up: Bool, now: Duration) -> [Action] {
+    public mutating func linked(_ address: BluetoothAddress, _ up: Bool, now: Duration) -> [Action] {
         guard birds[address] != nil else { return [] }
         birds[address]?.linked = up
         // A link is as good as hearing it: silence counts from its end.
@@ -214,7 +215,7 @@ public struct FleetOwnership: Sendable {
     }
 
     /// Another room's heard report (nil: it no longer hears the bird).
-    public mutating func reportedHeard(_ address: String, by other: String, rssi: Int?, now: Duration) -> [Action] {
+    public mutating func reportedHeard(_ address: BluetoothAddress, by other: String, rssi: Int?, now: Duration) -> [Action] {
         // Kept whatever the room's status (a gateway's reports may come before
         // its `online`), counted only while it is online; at most
         // `maximumRooms` per bird.
@@ -229,7 +230,7 @@ public struct FleetOwnership: Sendable {
     }
 
     /// The bird's holder as the broker retains it (nil: cleared).
-    public mutating func reportedHolder(_ address: String, _ holder: String?, now: Duration) -> [Action] {
+    public mutating func reportedHolder(_ address: BluetoothAddress, _ holder: String?, now: Duration) -> [Action] {
         guard birds[address] != nil || (holder != nil && birds.count < configuration.maximumBirds) else { return [] }
         var bird = birds[address, default: Bird()]
         bird.holder = holder
@@ -294,7 +295,7 @@ public struct FleetOwnership: Sendable {
     /// Claims the bird when this room should hold it: nobody (alive) does
     /// and this room hears it best, or the holder has been heard more
     /// quietly by the margin for the dwell time.
-    private mutating func decide(_ address: String, now: Duration) -> [Action] {
+    private mutating func decide(_ address: BluetoothAddress, now: Duration) -> [Action] {
         guard let connectedSince, var bird = birds[address], !bird.claimed, let mine = bird.smoothed.map({ Int($0.rounded()) })
         else { return [] }
         defer { birds[address] = bird }
@@ -325,7 +326,7 @@ public struct FleetOwnership: Sendable {
         return [.claim(address: address)]
     }
 
-    private mutating func withdraw(_ address: String) -> [Action] {
+    private mutating func withdraw(_ address: BluetoothAddress) -> [Action] {
         guard let bird = birds[address], bird.claimed else { return [] }
         birds[address]?.claimed = false
         birds[address]?.granted = false
@@ -334,7 +335,7 @@ public struct FleetOwnership: Sendable {
     }
 
     /// This room's heard report, when it moved by 3 dB or more (or is new).
-    private mutating func publishHeardIfMoved(_ address: String) -> [Action] {
+    private mutating func publishHeardIfMoved(_ address: BluetoothAddress) -> [Action] {
         guard let smoothed = birds[address]?.smoothed else { return [] }
         let value = Int(smoothed.rounded())
         if let published = birds[address]?.published, abs(value - published) < 3 { return [] }
@@ -344,7 +345,7 @@ public struct FleetOwnership: Sendable {
 
     /// Once a bird this room reports has a holder (it is one of the fleet's
     /// birds, not a stranger passing by), its hearing sensor is described.
-    private mutating func describeHearing(_ address: String) -> [Action] {
+    private mutating func describeHearing(_ address: BluetoothAddress) -> [Action] {
         guard configuration.discovery, let bird = birds[address], !bird.hearingSensor, bird.holder != nil, bird.published != nil
         else { return [] }
         birds[address]?.hearingSensor = true
@@ -353,7 +354,7 @@ public struct FleetOwnership: Sendable {
 
     /// A bird nobody hears, holds or claims is not remembered (reports of
     /// rooms known to be offline do not count: a dead room's stay retained).
-    private mutating func forgetIfNobodyHearsIt(_ address: String) -> [Action] {
+    private mutating func forgetIfNobodyHearsIt(_ address: BluetoothAddress) -> [Action] {
         guard let bird = birds[address], bird.smoothed == nil, bird.heard.keys.allSatisfy({ offlineSince[$0] != nil }),
             bird.holder == nil, !bird.claimed, !bird.linked
         else { return [] }

@@ -21,19 +21,19 @@ public struct FleetTopics {
     /// What the gateway subscribes to at every connect.
     var filters: [String] { [root + "/+/status", "\(root)/\(Self.shared)/+/holder", "\(root)/\(Self.shared)/+/heard/+"] }
 
-    func holderTopic(_ address: String) -> String { "\(root)/\(Self.shared)/\(address)/holder" }
-    func heardTopic(_ address: String) -> String { "\(root)/\(Self.shared)/\(address)/heard/\(room)" }
+    func holderTopic(_ address: BluetoothAddress) -> String { "\(root)/\(Self.shared)/\(address)/holder" }
+    func heardTopic(_ address: BluetoothAddress) -> String { "\(root)/\(Self.shared)/\(address)/heard/\(room)" }
 
-    func heard(_ address: String, rssi: Int?) -> MQTTMessage {
+    func heard(_ address: BluetoothAddress, rssi: Int?) -> MQTTMessage {
         MQTTMessage(heardTopic(address), rssi.map(String.init) ?? "", retain: true)
     }
 
-    func claim(_ address: String) -> MQTTMessage { MQTTMessage(holderTopic(address), room, retain: true) }
+    func claim(_ address: BluetoothAddress) -> MQTTMessage { MQTTMessage(holderTopic(address), room, retain: true) }
 
     enum Received: Equatable {
         case gatewayStatus(room: String, online: Bool)
-        case holder(address: String, room: String?)
-        case heard(address: String, room: String, rssi: Int?)
+        case holder(address: BluetoothAddress, room: String?)
+        case heard(address: BluetoothAddress, room: String, rssi: Int?)
     }
 
     /// A message on one of `filters`, or nil.
@@ -60,7 +60,7 @@ public struct FleetTopics {
 
     /// Of the retained messages, this room's heard reports and claims (a
     /// retired gateway's): all, or only those of `onlyBirds`.
-    func leftBy(_ retained: [MQTTMessage], onlyBirds birds: Set<String>?) -> [String] {
+    func leftBy(_ retained: [MQTTMessage], onlyBirds birds: Set<BluetoothAddress>?) -> [String] {
         retained.compactMap { message in
             switch parse(message) {
             case .heard(let address, room, _)?, .holder(let address, room?)?:
@@ -70,8 +70,8 @@ public struct FleetTopics {
         }
     }
 
-    private static func address(_ level: Substring) -> String? {
-        BluetoothAddress(level)?.description
+    private static func address(_ level: Substring) -> BluetoothAddress? {
+        BluetoothAddress(level)
     }
 
     private static func isRoom<S: StringProtocol>(_ name: S) -> Bool {

@@ -24,9 +24,9 @@ public struct GatewayCommands: Sendable {
 
     public enum Action: Hashable, Sendable {
         /// Write the value on the bird's link (the central answers with a `written` report).
-        case write(address: String, BirdValue)
+        case write(address: BluetoothAddress, BirdValue)
         /// The result for whoever asked: the value written, or the reason it was not.
-        case result(address: String, BirdField, Result)
+        case result(address: BluetoothAddress, BirdField, Result)
     }
 
     public enum Result: Hashable, Sendable {
@@ -42,9 +42,9 @@ public struct GatewayCommands: Sendable {
 
     public let configuration: Configuration
     /// Per bird, per field: the newest write asked for (a newer one replaces it).
-    private(set) var pending: [String: [BirdField: Pending]] = [:]
+    private(set) var pending: [BluetoothAddress: [BirdField: Pending]] = [:]
     /// Birds streaming on a link of this gateway (a reading came since it connected).
-    private var streaming: Set<String> = []
+    private var streaming: Set<BluetoothAddress> = []
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -57,7 +57,7 @@ public struct GatewayCommands: Sendable {
 
     /// A command's payload from the broker: decoded with `birdctl set`'s
     /// rules (a payload over `maximumPayload` is refused unread).
-    public mutating func requested(_ address: String, _ field: BirdField, payload: [UInt8], now: Duration) -> [Action] {
+    public mutating func requested(_ address: BluetoothAddress, _ field: BirdField, payload: [UInt8], now: Duration) -> [Action] {
         let value =
             payload.count <= configuration.maximumPayload
             ? BirdCodec.decode(field, payload)
@@ -67,7 +67,7 @@ public struct GatewayCommands: Sendable {
 
     /// A command: the text as `birdctl set` takes it, already validated with
     /// its rules into `value` — or the reason it is not one.
-    public mutating func requested(_ address: String, _ field: BirdField, _ value: Swift.Result<BirdValue, BirdValueError>, now: Duration)
+    public mutating func requested(_ address: BluetoothAddress, _ field: BirdField, _ value: Swift.Result<BirdValue, BirdValueError>, now: Duration)
         -> [Action]
     {
         guard case .success(let value) = value else {
@@ -92,7 +92,7 @@ public struct GatewayCommands: Sendable {
 
     /// The write could not go (no machine follows the bird yet, or its link is
     /// going or not ready): it goes again at the bird's next reading.
-    public mutating func notWritten(_ address: String, _ value: BirdValue) -> [Action] {
+    public mutating func notWritten(_ address: BluetoothAddress, _ value: BirdValue) -> [Action] {
         guard pending[address]?[value.field]?.inFlight == true else { return [] }
         pending[address]?[value.field]?.inFlight = false
         streaming.remove(address)
@@ -101,26 +101,26 @@ public struct GatewayCommands: Sendable {
 
     /// The bird is connected here, or streams (a reading; the gateway tells
     /// this machine only while writes wait): what waits for it goes.
-    public mutating func streams(_ address: String) -> [Action] {
+    public mutating func streams(_ address: BluetoothAddress) -> [Action] {
         guard streaming.insert(address).inserted || pending[address] != nil else { return [] }
         return writes(address)
     }
 
     /// The bird's link went: a write in flight may or may not have landed.
-    public mutating func disconnected(_ address: String) -> [Action] {
+    public mutating func disconnected(_ address: BluetoothAddress) -> [Action] {
         streaming.remove(address)
         return fail(address, onlyInFlight: true, "the link was lost before the bird answered")
     }
 
     /// Another gateway holds the bird now: its writes are not this one's.
-    public mutating func handedOver(_ address: String) -> [Action] {
+    public mutating func handedOver(_ address: BluetoothAddress) -> [Action] {
         streaming.remove(address)
         return fail(address, onlyInFlight: false, "another gateway holds the bird now")
     }
 
     /// Another gateway came to hold a bird this one never held: it answers
     /// the writes that waited here too, so these go without a result.
-    public mutating func answeredElsewhere(_ address: String) {
+    public mutating func answeredElsewhere(_ address: BluetoothAddress) {
         guard let fields = pending[address], !fields.values.contains(where: \.inFlight) else { return }
         pending[address] = nil
     }
@@ -128,7 +128,7 @@ public struct GatewayCommands: Sendable {
     /// The central's answer to a write (`written` report). A link not ready
     /// yet, or another write in flight on it, is no answer: the write goes
     /// again at the bird's next reading.
-    public mutating func written(_ address: String, _ value: BirdValue, failure: BlueZError?) -> [Action] {
+    public mutating func written(_ address: BluetoothAddress, _ value: BirdValue, failure: BlueZError?) -> [Action] {
         guard let entry = pending[address]?[value.field], entry.inFlight else { return [] }
         let field = value.field
         if failure?.kind == .notReady || failure?.kind == .inProgress { return notWritten(address, value) }
@@ -158,7 +158,7 @@ public struct GatewayCommands: Sendable {
 
     /// The next write waiting for the bird, if none is in flight: a link
     /// carries one write at a time (the next goes when it is answered).
-    private mutating func writes(_ address: String) -> [Action] {
+    private mutating func writes(_ address: BluetoothAddress) -> [Action] {
         guard streaming.contains(address), let fields = pending[address], !fields.values.contains(where: \.inFlight),
             let field = BirdField.allCases.first(where: { fields[$0] != nil }), let entry = fields[field]
         else { return [] }
@@ -166,7 +166,7 @@ public struct GatewayCommands: Sendable {
         return [.write(address: address, entry.value)]
     }
 
-    private mutating func fail(_ address: String, onlyInFlight: Bool, _ reason: String) -> [Action] {
+    private mutating func fail(_ address: BluetoothAddress, onlyInFlight: Bool, _ reason: String) -> [Action] {
         guard let fields = pending[address] else { return [] }
         var actions: [Action] = []
         for field in BirdField.allCases {
@@ -177,7 +177,7 @@ public struct GatewayCommands: Sendable {
         return actions
     }
 
-    private mutating func remove(_ address: String, _ field: BirdField) {
+    private mutating func remove(_ address: BluetoothAddress, _ field: BirdField) {
         pending[address]?[field] = nil
         if pending[address]?.isEmpty == true { pending[address] = nil }
     }

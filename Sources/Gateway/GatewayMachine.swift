@@ -15,15 +15,15 @@ public struct GatewayMachine: Sendable {
         /// retained bird status the broker held has arrived (and been corrected).
         case probe
         case gatewayDiscovery
-        case birdStatus(address: String, online: Bool)
+        case birdStatus(address: BluetoothAddress, online: Bool)
         /// The bird's sensors' discovery configs.
         case birdDiscovery(BirdCentral.Peripheral)
         /// A reading's value (at once, every one).
-        case value(address: String, BirdValue)
+        case value(address: BluetoothAddress, BirdValue)
         /// The bird's latest values (its state; once per wake-up).
-        case state(address: String, [BirdField: BirdValue])
+        case state(address: BluetoothAddress, [BirdField: BirdValue])
         /// A report as an event on the bird's event topic (or the gateway's).
-        case event(address: String?, BirdCentral.Report)
+        case event(address: BluetoothAddress?, BirdCentral.Report)
         /// The buffer dropped this many of its oldest.
         case dropped(Int)
         /// How many birds the gateway holds links to, and the adapter's limit
@@ -40,7 +40,7 @@ public struct GatewayMachine: Sendable {
         /// The gateway's Connect failures sensor (its discovery config).
         case healthDiscovery
         /// Empty retained messages on each of the bird's topics and configs.
-        case clearing(address: String)
+        case clearing(address: BluetoothAddress)
     }
 
     /// One adapter's links in use and its limit (nil: not known).
@@ -60,10 +60,10 @@ public struct GatewayMachine: Sendable {
         /// Published now and again after every reconnect (the latest per topic).
         case publishSticky(Publication)
         /// These birds' status and discovery are no longer sent again.
-        case forgetSticky(addresses: [String])
+        case forgetSticky(addresses: [BluetoothAddress])
         /// Stop re-sending the fleet's shared sensor configs of the bird
         /// after a reconnect (`shared`: the bird's next holder publishes them).
-        case forgetSharedDiscovery(address: String)
+        case forgetSharedDiscovery(address: BluetoothAddress)
         /// Publish `final`, then disconnect once everything queued is taken.
         case closePublisher(final: [Publication])
         case armExitTimer
@@ -79,7 +79,7 @@ public struct GatewayMachine: Sendable {
     /// reading is the hot path.
     public enum ReadingOutcome: Hashable, Sendable {
         case publishValue
-        case forgetStickyThenPublishValue([String])
+        case forgetStickyThenPublishValue([BluetoothAddress])
         /// Not running (not started, or closing).
         case ignore
     }
@@ -119,10 +119,10 @@ public struct GatewayMachine: Sendable {
     }
 
     public let configuration: Configuration
-    private(set) var birds: [String: Bird] = [:]
+    private(set) var birds: [BluetoothAddress: Bird] = [:]
     /// Birds with a reading since their state was last published, in the
     /// order of their first such reading.
-    private var stateDue: [String] = []
+    private var stateDue: [BluetoothAddress] = []
     private var phase = Phase.idle
     /// The gateway said `online` (after its first probe came back).
     private var announced = false
@@ -186,7 +186,7 @@ public struct GatewayMachine: Sendable {
 
     /// A reading: its value goes out at once and its bird's state is due.
     /// (One dictionary access per reading, no array.)
-    public mutating func reading(_ address: String, _ value: BirdValue) -> ReadingOutcome {
+    public mutating func reading(_ address: BluetoothAddress, _ value: BirdValue) -> ReadingOutcome {
         guard case .running = phase else { return .ignore }
         let forgotten = birds.count >= configuration.maximumBirds ? makeRoom(for: address) : []
         if Self.update(&birds[address, default: Bird()], with: value) { stateDue.append(address) }
@@ -247,7 +247,7 @@ public struct GatewayMachine: Sendable {
     /// The broker held "online" for this bird when the gateway subscribed (a
     /// gateway killed while it held it left it): "offline" unless held here.
     /// Sticky, like every status, so that a later "online" cannot overtake it.
-    public mutating func retainedOnline(_ address: String) -> [Action] {
+    public mutating func retainedOnline(_ address: BluetoothAddress) -> [Action] {
         guard isRunning, birds[address]?.online != true else { return [] }
         // Remembered (as offline), so that `makeRoom` bounds these too.
         let forgotten = makeRoom(for: address)
@@ -258,7 +258,7 @@ public struct GatewayMachine: Sendable {
 
     /// Forgets a bird for good (the fleet forgot it, unseen for long): what
     /// is remembered, its sticky messages, and what the broker retains of it.
-    public mutating func forget(_ address: String) -> [Action] {
+    public mutating func forget(_ address: BluetoothAddress) -> [Action] {
         guard isRunning else { return [] }
         let actions = dueStates()
         birds[address] = nil
@@ -347,7 +347,7 @@ public struct GatewayMachine: Sendable {
     /// (their sticky messages too; what the broker retains of them stays true:
     /// offline). Returns them. Their states are never due: any report but a
     /// reading, a disconnection included, publishes the due states first.
-    private mutating func makeRoom(for address: String) -> [String] {
+    private mutating func makeRoom(for address: BluetoothAddress) -> [BluetoothAddress] {
         guard birds.count >= configuration.maximumBirds && birds[address] == nil else { return [] }
         let offline = birds.filter { !$0.value.online && !$0.value.stateDue }.keys.sorted()
         for address in offline { birds[address] = nil }

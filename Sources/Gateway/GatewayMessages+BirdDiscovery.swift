@@ -12,8 +12,8 @@ extension GatewayMessages {
         let hex = Self.hex(address)
         var device = JSONObject()
         device.add("identifiers", .list([.string("birdctl_" + hex)]))
-        device.add("connections", .list([.list([.string("mac"), .string(address.lowercased())])]))
-        device.add("name", peripheral.name.map(SafeText.escaped) ?? address)
+        device.add("connections", .list([.list([.string("mac"), .string(address.description.lowercased())])]))
+        device.add("name", peripheral.name.map(SafeText.escaped) ?? address.description)
         device.add("manufacturer", "Bird")
         device.add("model", "Bird Service peripheral")
         device.add("via_device", "birdctl_" + gatewayID)
@@ -45,7 +45,7 @@ extension GatewayMessages {
 
     /// When the bird was last read, from its state's `time`: Home Assistant
     /// shows the reading's age ("2 minutes ago"), a diagnostic of the bird.
-    private func lastReadingDiscovery(_ address: String, device: JSONObject, version: String) -> MQTTMessage {
+    private func lastReadingDiscovery(_ address: BluetoothAddress, device: JSONObject, version: String) -> MQTTMessage {
         let id = lastReadingSensorID(address)
         var config = JSONObject()
         config.add("name", entityName("Last reading"))
@@ -67,7 +67,7 @@ extension GatewayMessages {
     }
 
     /// The id of a bird's Last reading sensor (like a field's, `last_reading` in the field's place).
-    func lastReadingSensorID(_ address: String) -> String {
+    func lastReadingSensorID(_ address: BluetoothAddress) -> String {
         fleet == nil ? "birdctl_\(gatewayID)_\(Self.hex(address))_last_reading" : "birdctl_\(Self.hex(address))_last_reading"
     }
 
@@ -76,7 +76,7 @@ extension GatewayMessages {
     private static let alphaInPercent = "{{ (value | float * 100) | round(0) | int if value else '' }}"
 
     /// A control that writes the field through MQTT, available like the sensors.
-    private func controlDiscovery(_ address: String, _ field: BirdField, device: JSONObject, version: String) -> MQTTMessage {
+    private func controlDiscovery(_ address: BluetoothAddress, _ field: BirdField, device: JSONObject, version: String) -> MQTTMessage {
         let id = sensorID(address, field) + "_set"
         var config = JSONObject()
         config.add("name", entityName("Set " + field.rawValue))
@@ -105,7 +105,7 @@ extension GatewayMessages {
     }
 
     /// `--fleet`: which gateway (room) holds the bird, as a sensor of the bird.
-    private func holderDiscovery(_ address: String, device: JSONObject, fleet: FleetTopics, version: String) -> MQTTMessage {
+    private func holderDiscovery(_ address: BluetoothAddress, device: JSONObject, fleet: FleetTopics, version: String) -> MQTTMessage {
         let id = holderSensorID(address)
         var config = JSONObject()
         config.add("name", "Gateway")
@@ -119,7 +119,7 @@ extension GatewayMessages {
 
     /// `--fleet`: how loud this gateway hears a bird of the fleet, as a
     /// sensor of the bird's device (available while the gateway is online).
-    func hearingDiscovery(_ address: String, fleet: FleetTopics, version: String) -> MQTTMessage {
+    func hearingDiscovery(_ address: BluetoothAddress, fleet: FleetTopics, version: String) -> MQTTMessage {
         let hex = Self.hex(address)
         let id = "birdctl_\(gatewayID)_\(hex)_rssi"
         var device = JSONObject()

@@ -92,7 +92,7 @@ struct GatewayMessages {
         MQTTMessage(statusTopic, online ? "online" : "offline", retain: true)
     }
 
-    func birdStatus(_ address: String, online: Bool) -> MQTTMessage {
+    func birdStatus(_ address: BluetoothAddress, online: Bool) -> MQTTMessage {
         MQTTMessage("\(prefix)/\(address)/status", online ? "online" : "offline", retain: true)
     }
 
@@ -103,20 +103,20 @@ struct GatewayMessages {
     var commandFilter: String { commandRoot + "/+/+/set" }
     private var commandRoot: String { fleet.map { "\($0.root)/\(FleetTopics.shared)" } ?? prefix }
 
-    func commandTopic(_ address: String, _ field: BirdField) -> String { "\(commandRoot)/\(address)/\(field.rawValue)/set" }
+    func commandTopic(_ address: BluetoothAddress, _ field: BirdField) -> String { "\(commandRoot)/\(address)/\(field.rawValue)/set" }
 
     /// The bird and field a command is for, or nil for any other topic.
-    func command(_ topic: String) -> (address: String, field: BirdField)? {
+    func command(_ topic: String) -> (address: BluetoothAddress, field: BirdField)? {
         guard topic.hasPrefix(commandRoot + "/"), topic.hasSuffix("/set") else { return nil }
         let levels = topic.dropFirst(commandRoot.count + 1).dropLast("/set".count).split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count == 2, let address = BluetoothAddress(levels[0]), let field = BirdField(rawValue: String(levels[1])) else {
             return nil
         }
-        return (address.description, field)
+        return (address, field)
     }
 
     /// A command's result (not retained): `{"ok":true,"value":…}` or `{"ok":false,"message":…}`, and the gateway.
-    func commandResult(_ address: String, _ field: BirdField, _ result: GatewayCommands.Result) -> MQTTMessage {
+    func commandResult(_ address: BluetoothAddress, _ field: BirdField, _ result: GatewayCommands.Result) -> MQTTMessage {
         var object = JSONObject()
         switch result {
         case .written(let value):
@@ -136,7 +136,7 @@ struct GatewayMessages {
     /// The bird whose status the broker held as "online" when the gateway
     /// subscribed to `birdStatusFilter`, or nil for any other message (a
     /// topic not shaped like ours is anyone's and ignored).
-    func retainedOnline(_ message: MQTTMessage) -> String? {
+    func retainedOnline(_ message: MQTTMessage) -> BluetoothAddress? {
         guard message.retain, message.payload.elementsEqual("online".utf8),
             message.topic.hasPrefix(prefix + "/"), message.topic.hasSuffix("/status")
         else { return nil }
@@ -145,23 +145,23 @@ struct GatewayMessages {
 
     /// An address level as this gateway writes it (upper case), or nil: a
     /// topic spelled otherwise is not one of ours.
-    private static func ourAddress(_ level: Substring) -> String? {
+    private static func ourAddress(_ level: Substring) -> BluetoothAddress? {
         guard let address = BluetoothAddress(level), address.description == level else { return nil }
-        return address.description
+        return address
     }
 
     /// The value as text; a name is the peer's and is escaped as on a
     /// terminal, since subscribers print payloads (`mosquitto_sub -v`).
-    func value(_ address: String, _ value: BirdValue) -> MQTTMessage {
+    func value(_ address: BluetoothAddress, _ value: BirdValue) -> MQTTMessage {
         let text: String = if case .name(let name) = value { SafeText.escaped(name) } else { value.text }
         return MQTTMessage("\(prefix)/\(address)/\(value.field.rawValue)", text, retain: true)
     }
 
     /// The bird's latest values under the keys `--json` uses.
-    func state(_ address: String, _ values: [BirdField: BirdValue], time: String) -> MQTTMessage {
+    func state(_ address: BluetoothAddress, _ values: [BirdField: BirdValue], time: String) -> MQTTMessage {
         var object = JSONObject()
         object.add("time", time)
-        object.add("address", address)
+        object.add("address", address.description)
         for field in BirdField.allCases {
             guard let value = values[field] else { continue }
             object.add(field.rawValue, ReportFormatter.jsonValue(value))
@@ -170,7 +170,7 @@ struct GatewayMessages {
     }
 
     /// An event line (as `--json` prints it) for the bird's event topic, or the gateway's.
-    func event(_ address: String?, _ json: String) -> MQTTMessage {
+    func event(_ address: BluetoothAddress?, _ json: String) -> MQTTMessage {
         MQTTMessage(address.map { "\(prefix)/\($0)/event" } ?? "\(prefix)/event", json, retain: false)
     }
 
@@ -265,17 +265,17 @@ struct GatewayMessages {
     }
 
     /// The id of a bird's sensor for `field` from this gateway (in a fleet, the fleet's).
-    func sensorID(_ address: String, _ field: BirdField) -> String {
+    func sensorID(_ address: BluetoothAddress, _ field: BirdField) -> String {
         fleet == nil
             ? "birdctl_\(gatewayID)_\(Self.hex(address))_\(field.rawValue)"
             : "birdctl_\(Self.hex(address))_\(field.rawValue)"
     }
 
     /// The address without its colons (`F00DB17D0001`), as the ids have it.
-    static func hex(_ address: String) -> String { address.filter { $0 != ":" } }
+    static func hex(_ address: BluetoothAddress) -> String { address.hexDigits }
 
     /// `--fleet`: the id of the bird's Gateway sensor (which room holds it).
-    func holderSensorID(_ address: String) -> String { "birdctl_\(Self.hex(address))_holder"
+    func holderSensorID(_ address: BluetoothAddress) -> String { "birdctl_\(Self.hex(address))_holder"
     }
 
     func sensorTopic(_ id: String) -> String { "homeassistant/sensor/\(id)/config" }
@@ -284,7 +284,7 @@ struct GatewayMessages {
     static let birdDiscoveryFilters = ["homeassistant/sensor/+/config", "homeassistant/number/+/config", "homeassistant/text/+/config"]
 
     /// The bird whose sensor or control config of this gateway is at `topic`, or nil.
-    func birdOfSensorConfig(_ topic: String) -> String? {
+    func birdOfSensorConfig(_ topic: String) -> BluetoothAddress? {
         guard topic.hasSuffix("/config"),
             let kind = ["sensor", "number", "text"].first(where: { topic.hasPrefix("homeassistant/\($0)/birdctl_\(gatewayID)_") })
         else { return nil }
@@ -298,14 +298,14 @@ struct GatewayMessages {
         else { return nil }
         let sensor = String(id[id.index(after: underscore)...])
         guard BirdField(rawValue: sensor) != nil || (kind == "sensor" && sensor == "last_reading") else { return nil }
-        let hex = Array(id[..<underscore].uppercased())
-        guard hex.allSatisfy(\.isHexDigit) else { return nil }
-        return stride(from: 0, to: 12, by: 2).map { String(hex[$0..<$0 + 2]) }.joined(separator: ":")
+        let hex = id[..<underscore]
+        guard hex.allSatisfy({ $0.isASCII && $0.isHexDigit }), let value = UInt64(hex, radix: 16) else { return nil }
+        return BluetoothAddress(value: value)
     }
 
     /// The bird a topic under the prefix belongs to (`PREFIX/ADDRESS`,
     /// `PREFIX/ADDRESS/…`), or nil.
-    func birdOfTopic(_ topic: String) -> String? {
+    func birdOfTopic(_ topic: String) -> BluetoothAddress? {
         guard topic.hasPrefix(prefix + "/") else { return nil }
         let level = topic.dropFirst(prefix.count + 1).prefix { $0 != "/" }
         return Self.ourAddress(level)
@@ -313,7 +313,7 @@ struct GatewayMessages {
 
     /// What this gateway publishes retained about a bird (its values, state
     /// and status) and its sensors' discovery configs: what forgetting it clears.
-    func retainedTopics(of address: String) -> [String] {
+    func retainedTopics(of address: BluetoothAddress) -> [String] {
         // In a fleet the sensors are the fleet's: another gateway may hold the bird now.
         ["\(prefix)/\(address)"] + BirdField.allCases.map { "\(prefix)/\(address)/\($0.rawValue)" }
             + ["\(prefix)/\(address)/status"]
@@ -324,14 +324,14 @@ struct GatewayMessages {
     }
 
     /// `--fleet`: the configs of the bird's sensors and controls (the fleet's), which its holder publishes.
-    func sharedDiscoveryTopics(of address: String) -> [String] {
+    func sharedDiscoveryTopics(of address: BluetoothAddress) -> [String] {
         guard fleet != nil else { return [] }
         return (BirdField.allCases.map { sensorID(address, $0) } + [lastReadingSensorID(address), holderSensorID(address)])
             .map(sensorTopic) + controlTopics(address)
     }
 
     /// The configs of the bird's controls (one per field).
-    private func controlTopics(_ address: String) -> [String] {
+    private func controlTopics(_ address: BluetoothAddress) -> [String] {
         BirdField.allCases.map { "homeassistant/\(Self.controlKind($0))/\(sensorID(address, $0))_set/config" }
     }
 
@@ -341,9 +341,9 @@ struct GatewayMessages {
 
     /// Of the retained `topics` (under the prefix and the discovery configs),
     /// this gateway's: all of them, or only those of `onlyBirds`.
-    func topicsToClear(_ topics: [String], onlyBirds birds: Set<String>?) -> [String] {
+    func topicsToClear(_ topics: [String], onlyBirds birds: Set<BluetoothAddress>?) -> [String] {
         topics.filter { topic in
-            let bird = birdOfTopic(topic)?.uppercased() ?? birdOfSensorConfig(topic)
+            let bird = birdOfTopic(topic) ?? birdOfSensorConfig(topic)
             guard let birds else {
                 // Not all of PREFIX/#: a gateway may have a prefix under ours.
                 return bird != nil

@@ -1,3 +1,4 @@
+import Bird
 import MQTT
 
 /// `birdctl retire`'s work: what a gateway left retained on its broker —
@@ -13,7 +14,7 @@ public enum GatewayRetirement {
 
     /// Reads what the broker retains for the gateway of `configuration`
     /// (`birds`: only these birds'), then clears it; each step within `deadline`.
-    public static func retire(_ configuration: GatewayConfiguration, birds: Set<String>?, deadline: Duration) throws(MQTTError)
+    public static func retire(_ configuration: GatewayConfiguration, birds: Set<BluetoothAddress>?, deadline: Duration) throws(MQTTError)
         -> Outcome
     {
         let prefix = configuration.prefix

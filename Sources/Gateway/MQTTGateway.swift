@@ -112,20 +112,20 @@ public final class MQTTGateway: @unchecked Sendable {
         switch report {
         case .connected(let peripheral):
             // Writes may go from now on (one refused as not ready yet goes again at the next reading).
-            perform(commands.streams(peripheral.address.uppercased()))
+            perform(commands.streams(peripheral.address))
             fleet { $0.linked(peripheral.address, true, now: $1) }
         case .disconnected(let peripheral):
             perform(commands.disconnected(peripheral.address))
             fleet { $0.linked(peripheral.address, false, now: $1) }
         case .written(let peripheral, let value, let failure):
-            perform(commands.written(peripheral.address.uppercased(), value, failure: failure))
+            perform(commands.written(peripheral.address, value, failure: failure))
         default: break
         }
         perform(machine.report(report))
     }
 
     /// `--fleet`: a Bird heard at `rssi` (from the central, on the loop).
-    public func heard(_ address: String, rssi: Int16) {
+    public func heard(_ address: BluetoothAddress, rssi: Int16) {
         fleet { $0.heard(address, rssi: Int(rssi), now: $1) }
     }
 
@@ -136,7 +136,7 @@ public final class MQTTGateway: @unchecked Sendable {
 
     /// Forgets a bird for good: its memory, its sticky messages, and what the
     /// broker retains of it (docs/mqtt.md). For the fleet's `.forgotten`.
-    public func forget(address: String) {
+    public func forget(address: BluetoothAddress) {
         loop.assertInLoop()
         perform(machine.forget(address))
     }
@@ -250,7 +250,7 @@ public final class MQTTGateway: @unchecked Sendable {
 
     /// A command from the broker; in a fleet, only the bird's holder (or
     /// every gateway, while none holds it) takes it.
-    private func command(_ address: String, _ field: BirdField, _ payload: [UInt8]) {
+    private func command(_ address: BluetoothAddress, _ field: BirdField, _ payload: [UInt8]) {
         guard machine.isRunning else { return }
         if ownership?.heldElsewhere(address) == true { return }
         perform(commands.requested(address, field, payload: payload, now: now))
@@ -347,11 +347,11 @@ public final class MQTTGateway: @unchecked Sendable {
 /// What the gateway asks of the central that follows the birds.
 public protocol GatewayCentral: AnyObject {
     /// Writes `value` on the bird's link; false if there is no link to it.
-    func write(_ address: String, _ value: BirdValue) -> Bool
+    func write(_ address: BluetoothAddress, _ value: BirdValue) -> Bool
     /// `--fleet`: this gateway holds the bird now, and connects it.
-    func grant(_ address: String)
+    func grant(_ address: BluetoothAddress)
     /// `--fleet`: another gateway holds the bird now; its link is let go.
-    func release(_ address: String)
+    func release(_ address: BluetoothAddress)
 }
 
 extension CentralDriver: GatewayCentral {}

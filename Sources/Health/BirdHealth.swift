@@ -17,7 +17,7 @@ public struct BirdHealth: Sendable {
 
     public static let defaultLimit = 1024
     public let limit: Int
-    public private(set) var birds: [String: Bird] = [:]
+    public private(set) var birds: [BluetoothAddress: Bird] = [:]
 
     public init(limit: Int = Self.defaultLimit) { self.limit = limit }
 
@@ -33,19 +33,18 @@ public struct BirdHealth: Sendable {
         case .found(let peripheral, let rssi?):
             update(peripheral.address, entering: false) { $0.rssi = rssi }
         case .forgotten(let address):
-            birds[address.uppercased()] = nil
+            birds[address] = nil
         default:
             break
         }
     }
 
     /// A followed bird heard at this RSSI.
-    public mutating func heard(_ address: String, rssi: Int16) {
+    public mutating func heard(_ address: BluetoothAddress, rssi: Int16) {
         update(address, entering: false) { $0.rssi = rssi }
     }
 
-    private mutating func update(_ address: String, entering: Bool, _ change: (inout Bird) -> Void) {
-        let address = address.uppercased()
+    private mutating func update(_ address: BluetoothAddress, entering: Bool, _ change: (inout Bird) -> Void) {
         if birds[address] == nil {
             guard entering, birds.count < limit else { return }
             birds[address] = Bird()

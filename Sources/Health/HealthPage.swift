@@ -102,19 +102,19 @@ public enum HealthPage {
     private static func birdFamilies(_ health: BirdHealth, now: MonotonicInstant, into page: inout Exposition) {
         let birds = health.birds.sorted { $0.key < $1.key }
         page.family("birdctl_bird_readings_total", .counter, help: "Readings decoded from the bird.")
-        for (address, bird) in birds { page.sample("birdctl_bird_readings_total", bird.readings, labels: ["address": address]) }
+        for (address, bird) in birds { page.sample("birdctl_bird_readings_total", bird.readings, labels: ["address": address.description]) }
         page.family("birdctl_bird_connections_total", .counter, help: "Links made to the bird (each poll of a polled bird is one).")
-        for (address, bird) in birds { page.sample("birdctl_bird_connections_total", bird.connections, labels: ["address": address]) }
+        for (address, bird) in birds { page.sample("birdctl_bird_connections_total", bird.connections, labels: ["address": address.description]) }
         page.family("birdctl_bird_last_reading_age_seconds", .gauge, help: "Seconds since the bird's last reading; absent before its first.")
         for (address, bird) in birds {
             guard let last = bird.lastReading else { continue }
             let age = now - last
             let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
-            page.sample("birdctl_bird_last_reading_age_seconds", (seconds * 1000).rounded() / 1000, labels: ["address": address])
+            page.sample("birdctl_bird_last_reading_age_seconds", (seconds * 1000).rounded() / 1000, labels: ["address": address.description])
         }
         page.family("birdctl_bird_rssi_dbm", .gauge, help: "The bird's signal strength as last heard, in dBm; absent if never heard.")
         for (address, bird) in birds {
-            if let rssi = bird.rssi { page.sample("birdctl_bird_rssi_dbm", Int(rssi), labels: ["address": address]) }
+            if let rssi = bird.rssi { page.sample("birdctl_bird_rssi_dbm", Int(rssi), labels: ["address": address.description]) }
         }
     }
 }

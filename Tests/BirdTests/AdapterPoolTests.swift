@@ -9,7 +9,7 @@ private func hci(_ n: Int, powered: Bool = true) -> AdapterChoice {
     AdapterChoice(path: ObjectPath("/org/bluez/hci\(n)"), name: "hci\(n)", powered: powered)
 }
 
-private func address(_ bird: Int) -> String { "F0:0D:B1:7D:00:0\(bird)" }
+private func address(_ bird: Int) -> BluetoothAddress { BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(bird))! }
 
 /// Bird `bird`'s device object under adapter `adapter`.
 private func path(_ bird: Int, on adapter: Int) -> ObjectPath {

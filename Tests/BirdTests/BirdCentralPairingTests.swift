@@ -36,7 +36,7 @@ struct BirdCentralPairingTests {
     }
 
     @Test func theAddressGivenIsNamed() {
-        var m = Machine(fields: [.alpha]) { $0 = BirdCentral.Configuration(mode: .read, fields: [.alpha], address: robin.address.lowercased()) }
+        var m = Machine(fields: [.alpha]) { $0 = BirdCentral.Configuration(mode: .read, fields: [.alpha], address: BluetoothAddress(robin.address.description.lowercased())) }
             .reading()
         #expect(m.central.readCompleted(.alpha, .failure(notPaired)).last == .pair(device))
     }

@@ -54,13 +54,13 @@ struct BirdCentralTests {
     // MARK: Without an address: the nearest Bird heard in the listening window
 
     static func heard(_ n: Int, rssi: Int16?, name: String? = nil) -> Sighting {
-        Sighting(device: ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)"), address: "F0:0D:B1:7D:00:0\(n)",
+        Sighting(device: ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)"), address: BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(n))!,
                  name: name, rssi: rssi, uuids: [BirdService.uuid])
     }
 
     static func peripheral(_ n: Int, name: String? = nil) -> BirdCentral.Peripheral {
         BirdCentral.Peripheral(path: ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)"),
-                               address: "F0:0D:B1:7D:00:0\(n)", name: name)
+                               address: BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(n))!, name: name)
     }
 
     @Test func theFirstBirdHeardOpensTheListeningWindowAndTheStrongestOnAverageIsTaken() {

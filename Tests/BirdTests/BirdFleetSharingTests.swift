@@ -52,9 +52,8 @@ struct BirdFleetSharingTests {
     @Test func birdsHeardButNotGrantedAreBounded() {
         var fleet = sharedFleet()
         for n in 0..<1000 {
-            let low = String(n % 100 + 10), high = String(n / 100 + 10)
-            let address = "F0:0D:B1:7D:\(high):\(low)"
-            let path = ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_\(high)_\(low)")
+            let address = BluetoothAddress(value: 0xF00D_B17D_1000 + UInt64(n))!
+            let path = ObjectPath("/org/bluez/hci0/dev_" + String(address.description.map { $0 == ":" ? "_" : $0 }))
             _ = fleet.deviceSighted(Sighting(device: path, address: address, name: nil, rssi: -60, uuids: [BirdService.uuid]))
         }
         #expect(fleet.birdsRemembered <= 256)

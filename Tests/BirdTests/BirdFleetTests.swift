@@ -119,7 +119,7 @@ struct BirdFleetTests {
         _ = fleet.deviceSighted(birdSighting)
         for i in 0..<1000 {
             let hex = String(0x1_0000 + i, radix: 16, uppercase: true).suffix(4)
-            let address = "C0:00:00:00:\(hex.prefix(2)):\(hex.suffix(2))"
+            let address = BluetoothAddress("C0:00:00:00:\(hex.prefix(2)):\(hex.suffix(2))")!
             let path = ObjectPath("/org/bluez/hci0/dev_C0_00_00_00_\(hex.prefix(2))_\(hex.suffix(2))")
             #expect(fleet.deviceSighted(Sighting(device: path, address: address, name: nil, rssi: -60, uuids: [BirdService.uuid])).isEmpty)
         }

@@ -4,11 +4,14 @@ import Testing
 @Suite("Bluetooth addresses, parsed once")
 struct BluetoothAddressTests {
     @Test func eitherCaseReadsAsOneAddressWrittenInUpperCase() throws {
-        let address = try #require(BluetoothAddress("c0:b1:2d:00:0a:Ff"))
+        let text = "c0:b1:2d:00:0a:Ff"
+        let address = try #require(BluetoothAddress(text))
         #expect(address.description == "C0:B1:2D:00:0A:FF")
         #expect(address.value == 0xC0B1_2D00_0AFF)
         #expect(address.hexDigits == "C0B12D000AFF")
-        #expect(BluetoothAddress("C0:B1:2D:00:0A:FF") == address)
+        #expect(BluetoothAddress(text.uppercased()) == address)
+        let literal: BluetoothAddress = "C0:B1:2D:00:0A:FF"
+        #expect(literal == address)
         #expect(BluetoothAddress(value: 0xC0B1_2D00_0AFF) == address)
         var line = Array("at ".utf8)
         address.append(to: &line)
@@ -29,9 +32,9 @@ struct BluetoothAddressTests {
         #expect(BluetoothAddress(value: 0)?.description == "00:00:00:00:00:00")
     }
 
-    @Test func theyOrderAsNumbers() throws {
-        let low = try #require(BluetoothAddress("00:00:00:00:00:FF"))
-        let high = try #require(BluetoothAddress("00:00:00:00:01:00"))
+    @Test func theyOrderAsNumbers() {
+        let low: BluetoothAddress = "00:00:00:00:00:FF"
+        let high: BluetoothAddress = "00:00:00:00:01:00"
         #expect(low < high)
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 private func bird(_ n: Int) -> (sighting: Sighting, path: ObjectPath, alpha: ObjectPath) {
     let path = ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)")
-    return (Sighting(device: path, address: "F0:0D:B1:7D:00:0\(n)", name: "Bird\(n)", rssi: -60, uuids: [BirdService.uuid]), path,
+    return (Sighting(device: path, address: BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(n))!, name: "Bird\(n)", rssi: -60, uuids: [BirdService.uuid]), path,
             ObjectPath("\(path)/service000a/char000f"))
 }
 

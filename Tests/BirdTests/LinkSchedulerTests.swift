@@ -3,8 +3,8 @@ import BlueZ
 import DBus
 import Testing
 
-private func bird(_ n: Int) -> (sighting: Sighting, path: ObjectPath, alpha: ObjectPath, address: String) {
-    let address = "F0:0D:B1:7D:00:0\(n)"
+private func bird(_ n: Int) -> (sighting: Sighting, path: ObjectPath, alpha: ObjectPath, address: BluetoothAddress) {
+    let address = BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(n))!
     let path = ObjectPath("/org/bluez/hci0/dev_F0_0D_B1_7D_00_0\(n)")
     return (Sighting(device: path, address: address, name: "Bird\(n)", rssi: -60, uuids: [BirdService.uuid]), path,
             ObjectPath("\(path)/service000a/char000f"), address)
@@ -216,7 +216,7 @@ struct LinkSchedulerTests {
         _ = fleet.servicesResolved(device: bird(3).path, characteristics: [.alpha: bird(3).alpha])
         _ = fleet.readCompleted(5, .alpha, .success(Array("30".utf8)))
         _ = fleet.deviceDisconnected(bird(3).path)
-        let held: ([BirdFleet.Action]) -> [String] = { actions in
+        let held: ([BirdFleet.Action]) -> [BluetoothAddress] = { actions in
             reports(actions).compactMap { if case .held(let p) = $0 { p.address } else { nil } }
         }
         let tick = fleet.timerFired(.forgetTick)
@@ -457,7 +457,7 @@ struct LinkSchedulerTests {
 
 @Suite("The fleet: notifications among many birds")
 struct FleetNotificationTests {
-    private func readings(_ actions: [BirdFleet.Action]) -> [String] {
+    private func readings(_ actions: [BirdFleet.Action]) -> [BluetoothAddress] {
         reports(actions).compactMap { if case .reading(let p, _, _, _) = $0 { p.address } else { nil } }
     }
 

@@ -16,7 +16,7 @@ struct SightingTests {
         // 247 bytes, then a 4-byte scalar that does not fit: cut before it.
         let name = String(repeating: "a", count: 247) + "🐦🐦"
         #expect(Sighting.capped(name) == String(repeating: "a", count: 247) + "…")
-        let cut = Sighting(device: "/org/bluez/hci0/dev_X", address: "X", name: String(repeating: "ö", count: 50_000), rssi: nil, uuids: [])
+        let cut = Sighting(device: "/org/bluez/hci0/dev_X", address: "F0:0D:B1:7D:00:01", name: String(repeating: "ö", count: 50_000), rssi: nil, uuids: [])
         #expect(cut.name == String(repeating: "ö", count: 124) + "…")
     }
 }

@@ -33,7 +33,7 @@ struct RememberedStateTests {
     /// A limit learned is kept; one no longer known (bluetoothd restarted)
     /// or given changes nothing, and adapters not in use now keep theirs.
     @Test func updatedFromTheAdaptersAsTheyAre() {
-        func adapter(_ address: String?, limit: Int?, learned: Bool) -> AdapterHealth {
+        func adapter(_ address: BluetoothAddress?, limit: Int?, learned: Bool) -> AdapterHealth {
             var health = AdapterHealth(name: "hci0")
             (health.address, health.limit, health.limitLearned) = (address, limit, learned)
             return health
@@ -56,7 +56,7 @@ struct RememberedStateTests {
         let again = state.read("F0:0D:B1:7D:00:01", at: 20)
         #expect(first && !again, "new, then known")
         #expect(state.birds == ["F0:0D:B1:7D:00:01": 20])
-        for n in 0..<(RememberedState.maximumBirds - 1) { _ = state.read("C0:00:00:00:\(format2(n / 256)):\(format2(n % 256))", at: 100 + Int64(n)) }
+        for n in 0..<(RememberedState.maximumBirds - 1) { _ = state.read(BluetoothAddress(value: 0xC000_0000_0000 + UInt64(n))!, at: 100 + Int64(n)) }
         #expect(state.birds.count == RememberedState.maximumBirds)
         let past = state.read("F0:0D:B1:7D:00:02", at: 5000)
         #expect(past)

@@ -13,7 +13,7 @@ import Testing
 /// real mosquitto: what forgetting a bird leaves on the broker.
 @Suite("MQTT gateway: forgetting a bird")
 struct GatewayForgetTests {
-    static let robin = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01", address: bird, name: "Robin")
+    static let robin = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_01", address: BluetoothAddress(bird)!, name: "Robin")
     static let wren = BirdCentral.Peripheral(path: "/org/bluez/hci0/dev_F0_0D_B1_7D_00_02", address: "F0:0D:B1:7D:00:02", name: "Wren")
 
     @Test func aForgottenBirdLeavesNothingRetainedAndOthersStay() async throws {
@@ -37,7 +37,7 @@ struct GatewayForgetTests {
         let before = try await broker.retained("#")
         #expect(before["gw/\(bird)/alpha"] == "0.8" && before["homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"] != nil)
 
-        try await onLoop(connection.loop) { gateway.forget(address: bird) }
+        try await onLoop(connection.loop) { gateway.forget(address: BluetoothAddress(bird)!) }
         // The last of what it clears (mosquitto_sub shows an empty payload as "(null)").
         _ = try await subscriber.messages(until: {
             $0.topic == "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config" && $0.payload == "(null)"

@@ -1,7 +1,8 @@
+import Bird
 import Gateway
 import Testing
 
-private let robin = "F0:0D:B1:7D:00:01"
+private let robin: BluetoothAddress = "F0:0D:B1:7D:00:01"
 
 /// A gateway of the fleet, connected to the broker since `t = 0`, with the
 /// other rooms online; `now` moves on with each step.
@@ -279,8 +280,8 @@ struct FleetOwnershipTests {
     @Test func birdsRememberedAreBounded() {
         var machine = FleetOwnership(.init(room: "kitchen", maximumBirds: 2))
         for index in 0..<5 {
-            _ = machine.heard("F0:0D:B1:7D:00:0\(index)", rssi: -50, now: .zero)
-            _ = machine.reportedHeard("F0:0D:B1:7D:01:0\(index)", by: "garden", rssi: -50, now: .zero)
+            _ = machine.heard(BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(index))!, rssi: -50, now: .zero)
+            _ = machine.reportedHeard(BluetoothAddress(value: 0xF00D_B17D_0100 + UInt64(index))!, by: "garden", rssi: -50, now: .zero)
         }
         #expect(machine.birdCount == 2)
     }

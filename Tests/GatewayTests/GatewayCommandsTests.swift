@@ -3,7 +3,7 @@ import BlueZ
 import Gateway
 import Testing
 
-private let robin = "F0:0D:B1:7D:00:01"
+private let robin: BluetoothAddress = "F0:0D:B1:7D:00:01"
 private let half = BirdValue.alpha(percent: 50)
 
 @Suite("Writes from MQTT, through events")
@@ -123,7 +123,7 @@ struct GatewayCommandsTests {
 
     @Test func birdsWithWritesWaitingAreBounded() {
         var commands = GatewayCommands(.init(maximumBirds: 2))
-        for index in 1...2 { _ = commands.requested("F0:0D:B1:7D:00:0\(index)", .alpha, .success(half), now: .zero) }
+        for index in 1...2 { _ = commands.requested(BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(index))!, .alpha, .success(half), now: .zero) }
         #expect(commands.requested("F0:0D:B1:7D:00:09", .alpha, .success(half), now: .zero) == [
             .result(address: "F0:0D:B1:7D:00:09", .alpha, .failed("too many birds with writes waiting"))
         ])

@@ -172,7 +172,7 @@ struct GatewayMachineTests {
             .forgetSticky(addresses: [robin.address]), .publish(.clearing(address: robin.address)),
         ])
         #expect(machine.birdCount == 0)
-        let stranger = "D0:00:00:00:00:01"
+        let stranger: BluetoothAddress = "D0:00:00:00:00:01"
         #expect(machine.report(.forgotten(address: stranger)) == [
             .publish(.event(address: stranger, .forgotten(address: stranger)))
         ])

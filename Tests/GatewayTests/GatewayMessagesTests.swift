@@ -146,7 +146,7 @@ struct GatewayReadBackTests {
 
     @Test func retiringTakesOnlyThisGatewaysTopics() {
         let gateway = GatewayMessages(prefix: "gw")
-        let robin = "F0:0D:B1:7D:00:01"
+        let robin: BluetoothAddress = "F0:0D:B1:7D:00:01"
         let topics = [
             "gw/status", "gw/\(robin)", "gw/\(robin)/alpha", "gw/\(robin)/status", "gw/F0:0D:B1:7D:00:02/name",
             "homeassistant/binary_sensor/birdctl_gw/config", "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config",

@@ -31,12 +31,12 @@ struct HealthPageTests {
         #expect(birds.birds.isEmpty)
         birds.record(.connected(robin), at: start)
         birds.record(.reading(robin, alpha, raw: Array("50".utf8), notified: true), at: start + .seconds(1))
-        birds.heard(robin.address.lowercased(), rssi: -55)
+        birds.heard(robin.address, rssi: -55)
         let robinHealth = birds.birds[robin.address]
         #expect(robinHealth?.readings == 1 && robinHealth?.connections == 1 && robinHealth?.rssi == -55)
         #expect(robinHealth?.lastReading == start + .seconds(1))
         for n in 2...4 {
-            let other = BirdCentral.Peripheral(path: ObjectPath("/org/bluez/hci0/dev_\(n)"), address: "F0:0D:B1:7D:00:0\(n)", name: nil)
+            let other = BirdCentral.Peripheral(path: ObjectPath("/org/bluez/hci0/dev_\(n)"), address: BluetoothAddress(value: 0xF00D_B17D_0000 + UInt64(n))!, name: nil)
             birds.record(.connected(other), at: start)
         }
         #expect(birds.birds.count == 2, "bounded: \(birds.birds.keys)")

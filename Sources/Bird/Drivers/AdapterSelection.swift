@@ -7,13 +7,13 @@ public struct AdapterChoice: Hashable, Sendable {
     public var name: String
     public var powered: Bool
     /// Its Bluetooth address (the controller's, kept across restarts and renames).
-    public var address: String
+    public var address: BluetoothAddress?
 
-    public init(path: ObjectPath, name: String, powered: Bool, address: String = "") {
+    public init(path: ObjectPath, name: String, powered: Bool, address: BluetoothAddress? = nil) {
         self.path = path
         self.name = name
         self.powered = powered
-        self.address = address.uppercased()
+        self.address = address
     }
 
     /// nil when there is no adapter (or not the one named). With no name,

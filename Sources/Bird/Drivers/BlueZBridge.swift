@@ -27,13 +27,16 @@ extension Sighting {
     }
 
     /// A device BlueZ knows, heard or not (for `BirdCentral.deviceKnown`).
-    public init(known device: Device) {
+    public init?(known device: Device) {
         self.init(device)
     }
 
-    private init(_ device: Device) {
+    /// Where a device's address enters the Bird layer: one BlueZ writes
+    /// otherwise than `AA:BB:CC:DD:EE:FF` is no device of ours.
+    private init?(_ device: Device) {
+        guard let address = BluetoothAddress(device.address) else { return nil }
         self.init(
-            device: device.path, address: device.address, name: device.name ?? Self.chosenAlias(of: device),
+            device: device.path, address: address, name: device.name ?? Self.chosenAlias(of: device),
             rssi: device.rssi, uuids: device.uuids, bonded: device.paired, connected: device.connected)
     }
 
@@ -50,7 +53,7 @@ extension Sighting {
 
 extension AdapterChoice {
     public init(_ adapter: Adapter) {
-        self.init(path: adapter.path, name: adapter.interfaceName, powered: adapter.powered, address: adapter.address)
+        self.init(path: adapter.path, name: adapter.interfaceName, powered: adapter.powered, address: BluetoothAddress(adapter.address))
     }
 }
 

@@ -10,10 +10,9 @@ extension CentralDriver {
     }
 
     /// The bird at `address` if BlueZ already knows it on this adapter.
-    func knownBird(_ address: String, on adapter: ObjectPath) -> Sighting? {
-        guard let device = client.tree.device(address: address, on: adapter)
+    func knownBird(_ address: BluetoothAddress, on adapter: ObjectPath) -> Sighting? {
+        guard let device = client.tree.device(address: address.description, on: adapter), let sighting = Sighting(known: device)
         else { return nil }
-        let sighting = Sighting(known: device)
         return sighting.isBird ? sighting : nil
     }
 

@@ -35,7 +35,7 @@ public final class CentralDriver: @unchecked Sendable {
 
     /// Every Bird heard with its RSSI (on the loop): a gateway of a fleet
     /// reports how well it hears each bird.
-    public var onHeard: ((_ address: String, _ rssi: Int16) -> Void)?
+    public var onHeard: ((_ address: BluetoothAddress, _ rssi: Int16) -> Void)?
 
     var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
@@ -150,7 +150,7 @@ public final class CentralDriver: @unchecked Sendable {
 
     private func sighted(_ sighting: Sighting) {
         if sighting.isBird { counters.count(AdapterPool.adapter(of: sighting.device)) { $0.advertisements += 1 } }
-        if let onHeard, let rssi = sighting.rssi, sighting.isBird { onHeard(sighting.address.uppercased(), rssi) }
+        if let onHeard, let rssi = sighting.rssi, sighting.isBird { onHeard(sighting.address, rssi) }
         apply { $0.deviceSighted(sighting) }
     }
 
@@ -232,7 +232,7 @@ public final class CentralDriver: @unchecked Sendable {
 
     /// Writes `value` to the bird at `address` on the link a watch holds (on
     /// the loop); the answer is a `written` report. False if no machine follows it.
-    public func write(_ address: String, _ value: BirdValue) -> Bool {
+    public func write(_ address: BluetoothAddress, _ value: BirdValue) -> Bool {
         loop.assertInLoop()
         guard !core.isFinished, let actions = fleet.writeRequested(address, value) else { return false }
         for action in actions { perform(action) }
@@ -245,7 +245,7 @@ public final class CentralDriver: @unchecked Sendable {
         let members = pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? []
         return counters.health(with: members).map { path, counted in
             var health = counted
-            health.address = client.tree.adapters.first { $0.path == path }?.address.uppercased()
+            health.address = client.tree.adapters.first { $0.path == path }.flatMap { BluetoothAddress($0.address) }
             health.links = fleet.linksUp(on: path).up
             (health.limit, health.limitLearned) = fleet.linkLimit(on: path)
             return health
@@ -253,10 +253,10 @@ public final class CentralDriver: @unchecked Sendable {
     }
 
     /// A gateway of a fleet holds the bird now: it may be connected (on the loop).
-    public func grant(_ address: String) { apply { $0.grant(address) } }
+    public func grant(_ address: BluetoothAddress) { apply { $0.grant(address) } }
 
     /// Another gateway holds the bird now: its link is undone (on the loop).
-    public func release(_ address: String) { apply { $0.release(address) } }
+    public func release(_ address: BluetoothAddress) { apply { $0.release(address) } }
 
     // MARK: The fleet's actions
 
@@ -351,7 +351,7 @@ public final class CentralDriver: @unchecked Sendable {
         case .uncache(let address):
             // On every adapter (a pool's birds are a device under each); bonds and links stay.
             for adapter in client.tree.adapters {
-                guard let device = client.tree.device(address: address, on: adapter.path), !device.paired, !device.connected
+                guard let device = client.tree.device(address: address.description, on: adapter.path), !device.paired, !device.connected
                 else { continue }
                 client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
             }
@@ -359,7 +359,7 @@ public final class CentralDriver: @unchecked Sendable {
             reset(adapter)
         case .forget(let id, let address):
             guard let adapter = core.adapter,
-                let device = client.tree.device(address: address, on: adapter.path)
+                let device = client.tree.device(address: address.description, on: adapter.path)
             else { return apply { $0.forgetCompleted(id, .failure(BlueZError(.notFound))) } }
             client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { [self] result in
                 apply { $0.forgetCompleted(id, result) }

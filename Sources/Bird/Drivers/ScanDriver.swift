@@ -3,13 +3,13 @@ import DBus
 
 /// One Bird heard by `scan`, with its smoothed signal strength.
 public struct ScanResult: Hashable, Sendable {
-    public var address: String
+    public var address: BluetoothAddress
     public var name: String?
     /// Recency-weighted average of the recent RSSI samples, in dBm.
     public var rssi: Int?
     public var history: RSSIHistory
 
-    public init(address: String, name: String?, rssi: Int?, history: RSSIHistory) {
+    public init(address: BluetoothAddress, name: String?, rssi: Int?, history: RSSIHistory) {
         self.address = address
         self.name = name
         self.rssi = rssi

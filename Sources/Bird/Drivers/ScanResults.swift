@@ -10,7 +10,7 @@ public struct ScanResults: Sendable {
     public let forgetAfter: Duration
     /// Birds heard weaker (smoothed) are remembered but not announced or listed.
     public let minimumRSSI: Int?
-    private var entries: [String: Entry] = [:]
+    private var entries: [BluetoothAddress: Entry] = [:]
 
     private struct Entry: Sendable {
         var result: ScanResult
@@ -34,8 +34,8 @@ public struct ScanResults: Sendable {
 
     /// A Bird heard: its result, updated. Returned when it is to be announced:
     /// the first time it is heard strongly enough since it was (re)learnt.
-    public mutating func heard(address: String, name: String?, rssi: Int16?, at now: MonotonicInstant) -> ScanResult? {
-        let key = address.uppercased()
+    public mutating func heard(address: BluetoothAddress, name: String?, rssi: Int16?, at now: MonotonicInstant) -> ScanResult? {
+        let key = address
         var entry = entries[key]
             ?? Entry(result: ScanResult(address: address, name: name, rssi: nil, history: RSSIHistory()), lastHeard: now,
                      announced: false)

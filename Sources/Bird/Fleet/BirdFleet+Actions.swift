@@ -15,7 +15,7 @@ extension BirdFleet {
         case limitRecheck
         /// `--all` with several adapters: a bird new to the fleet has been
         /// listened to long enough for every adapter to hear it (see `AdapterPool`).
-        case listen(String)
+        case listen(BluetoothAddress)
         /// `--all`: a window of the discovery watchdog ended (see `DiscoveryWatchdog`).
         case discoveryWatch
     }
@@ -25,7 +25,7 @@ extension BirdFleet {
         /// Discovery on; a refusal goes to `scanFailed` of that machine (nil:
         /// the fleet's). With `lookUpKnown`, first look for that address in
         /// BlueZ's cache and, if it is a Bird, give it to `deviceKnown` instead.
-        case startScanning(MachineID?, lookUpKnown: String?)
+        case startScanning(MachineID?, lookUpKnown: BluetoothAddress?)
         case stopScanning
         case connect(MachineID, ObjectPath)
         /// Disconnect, or cancel a connection still being made.
@@ -41,14 +41,14 @@ extension BirdFleet {
         case pair(MachineID, ObjectPath)
         case cancelPairing(ObjectPath)
         /// Have BlueZ forget the device at this address; answered by `forgetCompleted`.
-        case forget(MachineID, String)
+        case forget(MachineID, BluetoothAddress)
         /// `all`: a bird forgotten (neither heard nor connected for
         /// `forgetAfter`). BlueZ keeps for good a device it was asked to
         /// connect to (Connect makes it non-temporary), with its GATT
         /// objects, in its memory and in ours: unless it is bonded or
         /// connected, have BlueZ drop it, as it drops a device it only heard.
         /// Heard again, BlueZ makes it anew. Not answered.
-        case uncache(String)
+        case uncache(BluetoothAddress)
         /// `all`: power the adapter off and on, to unstick its connect path
         /// (see `LinkScheduler.deadlinePassed`); a failure goes to `adapterResetFailed`.
         case resetAdapter(ObjectPath)

@@ -9,7 +9,7 @@ extension BirdFleet {
 
     /// `all`: a machine for the bird heard, started at once.
     mutating func follow(_ heard: Sighting) -> [Action] {
-        let address = heard.address.uppercased()
+        let address = heard.address
         // Several adapters: through the one the pool chooses now.
         if pool != nil, pool?.heard[address]?[AdapterPool.adapter(of: heard.device)] == nil { pool?.heard(heard) }
         let sighting = chosenSighting(address) ?? heard
@@ -24,7 +24,7 @@ extension BirdFleet {
     }
 
     /// A machine's configuration for one bird of `all`: held or polled as the scheduler says.
-    func perBird(_ address: String, polled: Bool? = nil) -> BirdCentral.Configuration {
+    func perBird(_ address: BluetoothAddress, polled: Bool? = nil) -> BirdCentral.Configuration {
         var perBird = configuration
         perBird.address = address
         perBird.scanTimeout = nil
@@ -49,7 +49,7 @@ extension BirdFleet {
         var actions: [Action] = []
         while outcome == nil, discovering, !waiting.isEmpty, !admitting {
             let sighting = waiting.removeFirst()
-            let address = sighting.address.uppercased()
+            let address = sighting.address
             guard byAddress[address] == nil, declined[address] == nil, sharing?.granted.contains(address) ?? true else { continue }
             actions += follow(sighting)
         }

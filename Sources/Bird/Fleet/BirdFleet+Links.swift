@@ -219,11 +219,11 @@ extension BirdFleet {
 
     /// Machine `id` makes way for `central`, another machine for the same
     /// bird: what the fleet and the pool heard of it is kept.
-    private mutating func replace(_ id: MachineID, address: String, with central: BirdCentral) -> MachineID {
+    private mutating func replace(_ id: MachineID, address: BluetoothAddress, with central: BirdCentral) -> MachineID {
         let heard = (lastHeard[id], sightings[id])
         drop(id, keepHeard: true)
         let replacement = add(central)
-        byAddress[address.uppercased()] = replacement
+        byAddress[address] = replacement
         (lastHeard[replacement], sightings[replacement]) = (heard.0 ?? tick, heard.1)
         return replacement
     }

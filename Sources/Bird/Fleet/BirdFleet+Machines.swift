@@ -131,7 +131,7 @@ extension BirdFleet {
                 }
                 if case .failed(let failure) = result {
                     if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
-                        declined[bird.address.uppercased()] = tick
+                        declined[bird.address] = tick
                     }
                     actions.append(.report(.gaveUp(failure, bird: bird)))
                     // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
@@ -156,7 +156,7 @@ extension BirdFleet {
 
     /// A machine's first scan may start from BlueZ's cache (a bird asked for
     /// by address that BlueZ knows); later ones (after a lost link) listen.
-    private mutating func firstLookUp(for id: MachineID) -> String? {
+    private mutating func firstLookUp(for id: MachineID) -> BluetoothAddress? {
         guard let address = central(id)?.configuration.address,
             lookedUp.insert(id).inserted
         else { return nil }

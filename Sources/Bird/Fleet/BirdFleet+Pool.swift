@@ -62,7 +62,7 @@ extension BirdFleet {
             sightings[id] = sighting
             return on(id) { $0.deviceSighted(sighting) }
         }
-        let address = sighting.address.uppercased()
+        let address = sighting.address
         if pool?.heardByAll(address) == true {
             listening.remove(address)
             return feed(id)
@@ -84,7 +84,7 @@ extension BirdFleet {
     }
 
     /// The bird's sighting under the adapter the pool chooses for it now.
-    func chosenSighting(_ address: String) -> Sighting? {
+    func chosenSighting(_ address: BluetoothAddress) -> Sighting? {
         guard let pool else { return nil }
         let fleet = self
         return pool.choice(address) { adapter in
@@ -127,7 +127,7 @@ extension BirdFleet {
     /// window first, so that every adapter of the pool has heard it before
     /// one is chosen (with one usable adapter there is nothing to compare).
     mutating func listen(_ sighting: Sighting) -> [Action] {
-        let address = sighting.address.uppercased()
+        let address = sighting.address
         if listening.contains(address) {
             pool?.heard(sighting)
             // Every adapter heard it: nothing more to wait for.
@@ -135,7 +135,7 @@ extension BirdFleet {
             listening.remove(address)
             return admit(chosen)
         }
-        if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
+        if let index = waiting.firstIndex(where: { $0.address == address }) {
             pool?.heard(sighting)
             waiting[index] = sighting
             return []
@@ -149,7 +149,7 @@ extension BirdFleet {
 
     /// The listening window ended: a bird new to the fleet is admitted, one
     /// it follows is given the sighting of its best adapter.
-    mutating func listened(_ address: String) -> [Action] {
+    mutating func listened(_ address: BluetoothAddress) -> [Action] {
         guard listening.remove(address) != nil, outcome == nil else { return [] }
         if let id = byAddress[address] {
             return central(id)?.isScanning == true ? feed(id) : []

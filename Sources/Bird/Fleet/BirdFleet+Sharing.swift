@@ -9,14 +9,14 @@ extension BirdFleet {
     /// last sighting of birds heard but not granted (bounded), so that a grant
     /// connects at once.
     struct Sharing: Sendable {
-        var granted: Set<String> = []
-        var heard: [String: Sighting] = [:]
+        var granted: Set<BluetoothAddress> = []
+        var heard: [BluetoothAddress: Sighting] = [:]
         static let heardLimit = 256
     }
 
     /// Whether a Bird heard may be followed: always, unless shared and not granted
     /// (then its sighting is kept for a grant).
-    mutating func mayFollow(_ sighting: Sighting, address: String) -> Bool {
+    mutating func mayFollow(_ sighting: Sighting, address: BluetoothAddress) -> Bool {
         // Read through `sharing?` (no copy of it held), so the writes below do not copy its dictionary.
         guard sharing != nil else { return true }
         if sharing?.granted.contains(address) == true { return true }
@@ -28,8 +28,8 @@ extension BirdFleet {
     }
 
     /// This gateway holds the bird now: the fleet may connect it.
-    public mutating func grant(_ address: String) -> [Action] {
-        let address = address.uppercased()
+    public mutating func grant(_ address: BluetoothAddress) -> [Action] {
+        let address = address
         guard outcome == nil, sharing != nil, sharing?.granted.insert(address).inserted == true else { return [] }
         guard byAddress[address] == nil, let sighting = sharing?.heard.removeValue(forKey: address) else { return [] }
         // Heard before: no sign that the adapter hears now.
@@ -38,11 +38,11 @@ extension BirdFleet {
 
     /// Another gateway holds the bird now (or this one let it go): its
     /// machine stops (the link undone) and it is not connected again until granted.
-    public mutating func release(_ address: String) -> [Action] {
-        let address = address.uppercased()
+    public mutating func release(_ address: BluetoothAddress) -> [Action] {
+        let address = address
         guard outcome == nil, sharing != nil else { return [] }
         sharing?.granted.remove(address)
-        waiting.removeAll { $0.address.uppercased() == address }
+        waiting.removeAll { $0.address == address }
         guard let id = byAddress[address], let central = central(id) else { return [] }
         var stopped = central
         let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }

@@ -35,12 +35,12 @@ public struct BirdFleet: Sendable {
     /// id, and removals keep the order (`index(of:)` relies on it).
     var machines: [(id: MachineID, central: BirdCentral)] = []
     /// `all`: each machine's bird (address, upper case), and when it was last heard (in ticks).
-    var byAddress: [String: MachineID] = [:]
+    var byAddress: [BluetoothAddress: MachineID] = [:]
     var lastHeard: [MachineID: Int] = [:]
     /// `all`: birds that asked for pairing without being named, and the tick
     /// they did: not connected to again until forgotten (a stranger would
     /// otherwise be connected to, and refused, every time it is heard).
-    var declined: [String: Int] = [:]
+    var declined: [BluetoothAddress: Int] = [:]
     var tick = 0
     /// `all`: birds heard while another was being connected to, in the order heard.
     var waiting: [Sighting] = []
@@ -71,7 +71,7 @@ public struct BirdFleet: Sendable {
     /// `all` with several adapters (`pooled`): through which adapter each bird is connected.
     var pool: AdapterPool?
     /// `pool`: birds new to the fleet being listened to by every adapter (see `Timer.listen`).
-    var listening: Set<String> = []
+    var listening: Set<BluetoothAddress> = []
     /// `all`: restarts discovery that hears nothing (nil: off).
     var watchdog: DiscoveryWatchdog?
 
@@ -193,7 +193,7 @@ public struct BirdFleet: Sendable {
         // An advertisement heard comes with its RSSI (BlueZ invalidates the RSSI as discovery stops: no sign).
         if live, watchdog != nil, sighting.rssi != nil { watchdog!.heard(on: AdapterPool.adapter(of: sighting.device)) }
         guard sighting.isHeard(atLeast: configuration.minimumRSSI) else { return [] }
-        let address = sighting.address.uppercased()
+        let address = sighting.address
         if let id = byAddress[address] {
             lastHeard[id] = tick
             guard pool != nil else {
@@ -209,7 +209,7 @@ public struct BirdFleet: Sendable {
 
     /// `all`: a Bird new to the fleet, to follow now or after the one being connected to.
     mutating func admit(_ sighting: Sighting) -> [Action] {
-        let address = sighting.address.uppercased()
+        let address = sighting.address
         // One new bird at a time: a machine is made for a bird when the one
         // before it has a link or gave up. Birds heard meanwhile wait in a
         // short line (the last sighting of each); past its end they are not
@@ -218,7 +218,7 @@ public struct BirdFleet: Sendable {
         // A bird BlueZ holds connected already (an earlier run's link)
         // goes first: adopted, its link counts before a new one is tried.
         if admitting {
-            if let index = waiting.firstIndex(where: { $0.address.uppercased() == address }) {
+            if let index = waiting.firstIndex(where: { $0.address == address }) {
                 waiting.remove(at: index)
                 waiting.insert(sighting, at: sighting.connected ? 0 : index)
             } else if sighting.connected {
@@ -293,7 +293,7 @@ public struct BirdFleet: Sendable {
         return []
     }
 
-    private func address(of device: ObjectPath) -> String? {
+    private func address(of device: ObjectPath) -> BluetoothAddress? {
         sightings.values.first(where: { $0.device == device })?.address
     }
 
@@ -351,7 +351,7 @@ public struct BirdFleet: Sendable {
     /// with `all`, the adapters alone (devices enter as they are heard);
     /// else everything (the nearest bird is chosen among those BlueZ knows).
     public var whatToLoad: BlueZClient.Scope {
-        all ? .adapters : configuration.address.map { .device(address: $0) } ?? .everything
+        all ? .adapters : configuration.address.map { .device(address: $0.description) } ?? .everything
     }
 
     /// The link's services went unresolved: the link is going (see `BirdCentral.servicesUnresolved`).

@@ -7,7 +7,7 @@ public struct AdapterHealth: Hashable, Sendable {
     /// Its name (hciN).
     public var name: String
     /// Its Bluetooth address, if BlueZ has the adapter now.
-    public var address: String?
+    public var address: BluetoothAddress?
     /// Links up (or going down) and being made.
     public var links = 0
     /// Its link limit, if known: given (`--links`) or learned.

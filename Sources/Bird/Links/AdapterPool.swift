@@ -50,16 +50,16 @@ public struct AdapterPool: Sendable {
     /// The pool's adapters as BlueZ has them now, in the order BlueZ lists them.
     private(set) var members: [Member] = []
     /// Each bird's last sighting under each adapter of the pool (keyed by the adapter's path).
-    private(set) var heard: [String: [ObjectPath: Sighting]] = [:]
+    private(set) var heard: [BluetoothAddress: [ObjectPath: Sighting]] = [:]
     /// The adapter of each bird's last link.
-    private(set) var lastAdapter: [String: ObjectPath] = [:]
+    private(set) var lastAdapter: [BluetoothAddress: ObjectPath] = [:]
     /// Birds whose adapter went or wedged, and why (said when they connect elsewhere).
-    private(set) var handOver: [String: Reason] = [:]
+    private(set) var handOver: [BluetoothAddress: Reason] = [:]
     /// Of those, the birds to give another adapter's sighting as soon as
     /// their machine looks for them again (not waiting to hear them anew).
-    private(set) var toFeed: Set<String> = []
+    private(set) var toFeed: Set<BluetoothAddress> = []
     /// The adapter whose connect deadline just passed for a bird: its next choice avoids it.
-    private var failedOn: [String: ObjectPath] = [:]
+    private var failedOn: [BluetoothAddress: ObjectPath] = [:]
 
     /// How many birds' sightings are kept at most (birds followed, listened to
     /// and waiting are far fewer: see `BirdFleet.waitingLimit`).
@@ -114,15 +114,15 @@ public struct AdapterPool: Sendable {
 
     /// A bird was heard under one of the pool's adapters.
     mutating func heard(_ sighting: Sighting) {
-        let address = sighting.address.uppercased()
+        let address = sighting.address
         if heard[address] == nil && heard.count >= Self.birdsLimit { return }
         heard[address, default: [:]][Self.adapter(of: sighting.device)] = sighting
     }
 
     /// A connect through `device` succeeded: the adapter is alive, and the
     /// bird's adapter is that one now. The reason it moved, if it did.
-    mutating func connected(_ address: String, device: ObjectPath) -> Reason? {
-        let address = address.uppercased()
+    mutating func connected(_ address: BluetoothAddress, device: ObjectPath) -> Reason? {
+        let address = address
         let adapter = Self.adapter(of: device)
         if let index = members.firstIndex(where: { $0.adapter.path == adapter }) {
             members[index].strikes = 0
@@ -140,8 +140,8 @@ public struct AdapterPool: Sendable {
     /// A connect deadline passed for the bird at `device` while `links` other
     /// links were up on its adapter. True when the adapter is found wedged
     /// now; then its birds are handed over.
-    mutating func connectDeadlinePassed(_ address: String, device: ObjectPath, links: Int) -> Bool {
-        let address = address.uppercased()
+    mutating func connectDeadlinePassed(_ address: BluetoothAddress, device: ObjectPath, links: Int) -> Bool {
+        let address = address
         let adapter = Self.adapter(of: device)
         failedOn[address] = adapter
         guard let index = members.firstIndex(where: { $0.adapter.path == adapter }) else { return false }
@@ -163,22 +163,22 @@ public struct AdapterPool: Sendable {
     }
 
     /// Its machine was given a sighting: no feed is due.
-    mutating func fed(_ address: String) { toFeed.remove(address.uppercased()) }
+    mutating func fed(_ address: BluetoothAddress) { toFeed.remove(address) }
 
     /// A connection to the bird failed (not a deadline) at `device`: its next choice avoids that adapter.
-    mutating func failed(_ address: String, device: ObjectPath) { failedOn[address.uppercased()] = Self.adapter(of: device) }
+    mutating func failed(_ address: BluetoothAddress, device: ObjectPath) { failedOn[address] = Self.adapter(of: device) }
 
     /// Whether a usable adapter other than the one that just failed the bird hears it.
-    func hasAlternative(_ address: String) -> Bool {
-        let address = address.uppercased()
+    func hasAlternative(_ address: BluetoothAddress) -> Bool {
+        let address = address
         guard let failed = failedOn[address], let sightings = heard[address] else { return false }
         return members.contains { $0.adapter.powered && $0.adapter.path != failed && sightings[$0.adapter.path] != nil }
     }
 
     /// The bird's machine was dropped: nothing of it is kept (its sightings
     /// too, unless `keepHeard`: it waits to be followed again).
-    mutating func forget(_ address: String, keepHeard: Bool = false) {
-        let address = address.uppercased()
+    mutating func forget(_ address: BluetoothAddress, keepHeard: Bool = false) {
+        let address = address
         if !keepHeard { heard[address] = nil }
         lastAdapter[address] = nil
         handOver[address] = nil
@@ -187,8 +187,8 @@ public struct AdapterPool: Sendable {
     }
 
     /// Whether every usable adapter of the pool has heard the bird (nothing is left to compare).
-    func heardByAll(_ address: String) -> Bool {
-        guard let sightings = heard[address.uppercased()] else { return false }
+    func heardByAll(_ address: BluetoothAddress) -> Bool {
+        guard let sightings = heard[address] else { return false }
         return members.allSatisfy { !$0.adapter.powered || sightings[$0.adapter.path] != nil }
     }
 
@@ -197,8 +197,8 @@ public struct AdapterPool: Sendable {
     /// The sighting (so, the device object and adapter) through which to
     /// connect the bird now; nil if no usable adapter of the pool hears it.
     /// `free`: whether an adapter has a free link.
-    func choice(_ address: String, free: (ObjectPath) -> Bool) -> Sighting? {
-        let address = address.uppercased()
+    func choice(_ address: BluetoothAddress, free: (ObjectPath) -> Bool) -> Sighting? {
+        let address = address
         guard let sightings = heard[address] else { return nil }
         let hearing = members.filter { $0.adapter.powered && sightings[$0.adapter.path] != nil }
         if let bonded = hearing.first(where: { sightings[$0.adapter.path]!.bonded }) { return sightings[bonded.adapter.path] }

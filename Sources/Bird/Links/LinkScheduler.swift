@@ -58,9 +58,9 @@ struct LinkScheduler: Sendable {
     private var resetAfter: [ObjectPath: Int] = [:]
     private var random: SplitMix64
     /// Adapter addresses whose remembered limit was looked at (once each).
-    private var recalled: Set<String> = []
+    private var recalled: Set<BluetoothAddress> = []
     /// Remembered birds whose link may still be adopted (the first Connect to each only).
-    private var adoptable: Set<String>
+    private var adoptable: Set<BluetoothAddress>
 
     /// The shortest gap between two connection attempts; a random part of up
     /// to as much again is added, so that gateways restarted together drift apart.
@@ -79,9 +79,9 @@ struct LinkScheduler: Sendable {
     /// the adapter is seen (not after an outage: see `restarting`); nil
     /// if there is none, or a limit is given or known already.
     mutating func recall(_ adapter: AdapterChoice) -> Int? {
-        guard policy.links == nil, !adapter.address.isEmpty, learnedLimits[adapter.path] == nil,
-            recalled.insert(adapter.address).inserted,
-            let limit = policy.remembered[adapter.address], limit > 0
+        guard policy.links == nil, let address = adapter.address, learnedLimits[adapter.path] == nil,
+            recalled.insert(address).inserted,
+            let limit = policy.remembered[address], limit > 0
         else { return nil }
         learnedLimits[adapter.path] = limit
         return limit
@@ -89,7 +89,7 @@ struct LinkScheduler: Sendable {
 
     /// The first Connect of this run to `address` went: true if an earlier
     /// run followed it (a link up now is adopted); once per bird.
-    mutating func adopts(_ address: String) -> Bool { adoptable.remove(address.uppercased()) != nil }
+    mutating func adopts(_ address: BluetoothAddress) -> Bool { adoptable.remove(address) != nil }
 
     /// The link limit of this adapter, if known (given or learned).
     func limit(on adapter: ObjectPath) -> Int? { policy.links ?? learnedLimits[adapter] }
@@ -97,8 +97,8 @@ struct LinkScheduler: Sendable {
     /// Whether a bird new to the fleet is polled: named so, or by default, or
     /// (automatic) when the held birds already fill all links but one;
     /// `limit`: the links of every adapter the fleet uses, if known.
-    func polls(_ address: String, heldBirds: Int, limit: Int?) -> Bool {
-        let address = address.uppercased()
+    func polls(_ address: BluetoothAddress, heldBirds: Int, limit: Int?) -> Bool {
+        let address = address
         if policy.hold.contains(address) { return false }
         if policy.poll.contains(address) { return true }
         switch policy.otherBirds {
@@ -111,8 +111,8 @@ struct LinkScheduler: Sendable {
     }
 
     /// Whether the automatic policy chose to hold this bird (it may be polled later to share the last link).
-    func holdsByChoice(_ address: String) -> Bool {
-        let address = address.uppercased()
+    func holdsByChoice(_ address: BluetoothAddress) -> Bool {
+        let address = address
         return policy.otherBirds == .auto && !policy.hold.contains(address) && !policy.poll.contains(address)
     }
 
@@ -285,8 +285,8 @@ public struct LinkPolicy: Hashable, Sendable {
     }
 
     /// Always held / always polled (addresses, upper case).
-    public var hold: Set<String>
-    public var poll: Set<String>
+    public var hold: Set<BluetoothAddress>
+    public var poll: Set<BluetoothAddress>
     public var otherBirds: Default
     public var pollInterval: Duration
     /// The adapter's link limit if the user knows it; else it is learned.
@@ -294,20 +294,20 @@ public struct LinkPolicy: Hashable, Sendable {
     /// Limits learned by an earlier run, by adapter address (`--state-dir`):
     /// taken as learned when the adapter is first seen, so a restart does
     /// not learn them again from connects that never come.
-    public var remembered: [String: Int] = [:]
+    public var remembered: [BluetoothAddress: Int] = [:]
     /// Birds an earlier run followed (addresses, upper case): a link to one
     /// that is up as this run starts was that run's, and is adopted as ours
     /// (ours to poll and undo), not left alone as another program's.
-    public var rememberedBirds: Set<String> = []
+    public var rememberedBirds: Set<BluetoothAddress> = []
 
     public static let defaultPollInterval = Duration.seconds(60)
 
     public init(
-        hold: Set<String> = [], poll: Set<String> = [], otherBirds: Default = .auto,
+        hold: Set<BluetoothAddress> = [], poll: Set<BluetoothAddress> = [], otherBirds: Default = .auto,
         pollInterval: Duration = LinkPolicy.defaultPollInterval, links: Int? = nil
     ) {
-        self.hold = Set(hold.map { $0.uppercased() })
-        self.poll = Set(poll.map { $0.uppercased() })
+        self.hold = hold
+        self.poll = poll
         self.otherBirds = otherBirds
         self.pollInterval = pollInterval
         self.links = links

@@ -98,8 +98,8 @@ public struct BirdCentral: Sendable {
     }
 
     /// The bird this machine has a link to (upper case), if any.
-    public var linkedAddress: String? {
-        if case .onLink(let link) = phase { link.peripheral.address.uppercased() } else { nil }
+    public var linkedAddress: BluetoothAddress? {
+        if case .onLink(let link) = phase { link.peripheral.address } else { nil }
     }
 
     /// The peripheral being paired with at `device`, if this machine is pairing it.

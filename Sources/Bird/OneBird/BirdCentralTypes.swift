@@ -20,7 +20,7 @@ extension BirdCentral {
         /// The characteristics to read (and, watching, to subscribe to).
         public var fields: [BirdField]
         /// Only this peripheral (any Bird when nil).
-        public var address: String?
+        public var address: BluetoothAddress?
         public var minimumRSSI: Int?
         /// How long to look for a bird before giving up; nil: forever.
         public var scanTimeout: Duration?
@@ -42,7 +42,7 @@ extension BirdCentral {
         /// The birds the user named (addresses, upper case): the only ones
         /// bonded with when they ask for pairing, besides those BlueZ already
         /// holds a bond with. A command's ADDRESS is named; `--pair-with` names more.
-        public var pairsWith: Set<String>
+        public var pairsWith: Set<BluetoothAddress>
         /// Without an address: how long to go on listening after the first
         /// Bird is heard before connecting to the strongest heard (nil: the
         /// first heard).
@@ -66,10 +66,10 @@ extension BirdCentral {
         public var awaitsOwnDisconnect = true
 
         public init(
-            mode: Mode, fields: [BirdField] = BirdField.allCases, address: String? = nil, minimumRSSI: Int? = nil,
+            mode: Mode, fields: [BirdField] = BirdField.allCases, address: BluetoothAddress? = nil, minimumRSSI: Int? = nil,
             scanTimeout: Duration? = .seconds(10), connectTimeout: Duration = .seconds(10), connectAttempts: Int = 4,
             retryBackoff: Duration = .milliseconds(250), maximumReadings: Int? = nil, duration: Duration? = nil,
-            pairs: Bool = true, pairTimeout: Duration = .seconds(30), pairsWith: Set<String> = [],
+            pairs: Bool = true, pairTimeout: Duration = .seconds(30), pairsWith: Set<BluetoothAddress> = [],
             listeningWindow: Duration? = BirdCentral.defaultListeningWindow, notifyMethod: NotifyMethod = .auto
         ) {
             self.mode = mode
@@ -84,7 +84,7 @@ extension BirdCentral {
             self.duration = duration
             self.pairs = pairs
             self.pairTimeout = pairTimeout
-            self.pairsWith = Set(pairsWith.map { $0.uppercased() }).union(address.map { [$0.uppercased()] } ?? [])
+            self.pairsWith = pairsWith.union(address.map { [$0] } ?? [])
             self.listeningWindow = listeningWindow
             self.notifyMethod = notifyMethod
         }
@@ -129,7 +129,7 @@ extension BirdCentral {
         case pair(ObjectPath)
         case cancelPairing(ObjectPath)
         /// Remove the device at this address from BlueZ (bond included), answered by `forgetCompleted`.
-        case forget(String)
+        case forget(BluetoothAddress)
         case armTimer(Timer, Duration)
         case cancelTimer(Timer)
         case report(Report)
@@ -159,7 +159,7 @@ extension BirdCentral {
         case gaveUp(CommandFailure, bird: Peripheral? = nil)
         /// `watch --all`: the bird at this address was neither heard nor
         /// connected for the fleet's `forgetAfter`: nothing of it is kept.
-        case forgotten(address: String)
+        case forgotten(address: BluetoothAddress)
         /// `watch --all`: how many links the adapter holds and how many it can
         /// (given, or learned from connections that never came while the others
         /// were up); nil: not known (a learned one forgotten).
@@ -204,10 +204,10 @@ extension BirdCentral {
 
     public struct Peripheral: Hashable, Sendable {
         public var path: ObjectPath
-        public var address: String
+        public var address: BluetoothAddress
         public var name: String?
 
-        public init(path: ObjectPath, address: String, name: String?) {
+        public init(path: ObjectPath, address: BluetoothAddress, name: String?) {
             self.path = path
             self.address = address
             self.name = name

@@ -279,8 +279,8 @@ struct Candidates: Hashable, Sendable {
     var heard: [Candidate] = []
 
     mutating func add(_ sighting: Sighting) {
-        let address = sighting.address.uppercased()
-        var index = heard.firstIndex { $0.peripheral.address.uppercased() == address }
+        let address = sighting.address
+        var index = heard.firstIndex { $0.peripheral.address == address }
         if index == nil {
             heard.append(Candidate(peripheral: BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: nil)))
             index = heard.count - 1

@@ -210,7 +210,7 @@ struct BirdLink: Sendable {
     /// that asks for pairing may be a stranger (`watch --all` hears every
     /// device advertising the Bird Service) and is not bonded with.
     private func mayPair(_ peripheral: Peripheral) -> Bool {
-        bonded || configuration.pairsWith.contains(peripheral.address.uppercased())
+        bonded || configuration.pairsWith.contains(peripheral.address)
     }
 
     /// A read, subscription or write was refused for want of security: pair

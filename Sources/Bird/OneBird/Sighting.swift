@@ -4,7 +4,7 @@ import DBus
 /// data changed), as the central's driver reports it.
 public struct Sighting: Hashable, Sendable {
     public var device: ObjectPath
-    public var address: String
+    public var address: BluetoothAddress
     public var name: String?
     public var rssi: Int16?
     public var uuids: [String]
@@ -18,7 +18,7 @@ public struct Sighting: Hashable, Sendable {
     /// enters the Bird layer, so that nothing that keeps or prints it (a
     /// session, scan results, the gateway) holds more than `maximumNameBytes`.
     public init(
-        device: ObjectPath, address: String, name: String?, rssi: Int16?, uuids: [String], bonded: Bool = false,
+        device: ObjectPath, address: BluetoothAddress, name: String?, rssi: Int16?, uuids: [String], bonded: Bool = false,
         connected: Bool = false
     ) {
         self.device = device
@@ -54,9 +54,9 @@ public struct Sighting: Hashable, Sendable {
     public var isBird: Bool { uuids.contains { $0.lowercased() == BirdService.uuid } }
 
     /// Whether this is the bird a command asked for.
-    public func matches(address wanted: String?, minimumRSSI: Int?) -> Bool {
+    public func matches(address wanted: BluetoothAddress?, minimumRSSI: Int?) -> Bool {
         guard isBird else { return false }
-        if let wanted, wanted.uppercased() != address.uppercased() { return false }
+        if let wanted, wanted != address { return false }
         return isHeard(atLeast: minimumRSSI)
     }
 

@@ -44,6 +44,9 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.value < rhs.value }
 
+    /// The written form as bytes: "C0:B1:2D:00:00:01".
+    public var utf8: [UInt8] { bytes }
+
     private var bytes: [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(17)
@@ -60,5 +63,15 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
         default: nil
         }
+    }
+}
+
+extension BluetoothAddress: ExpressibleByStringLiteral {
+    /// An address written in code (a test's bird). A literal that is no
+    /// address is a programming error and stops the program; text from
+    /// anywhere else goes through `init?(_:)`.
+    public init(stringLiteral text: String) {
+        guard let address = BluetoothAddress(text) else { preconditionFailure("'\(text)' is not a Bluetooth address") }
+        self = address
     }
 }

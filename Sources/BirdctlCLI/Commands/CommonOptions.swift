@@ -14,8 +14,8 @@ struct CommonOptions {
     var forgetAfter: Duration
     var pairs: Bool
     var confirmPairing: Bool
-    /// `--pair-with`: addresses, upper case.
-    var pairsWith: Set<String>
+    /// `--pair-with`: addresses.
+    var pairsWith: Set<BluetoothAddress>
 
     /// `pool`: the command takes several adapters as one pool (`watch --all`, `scan`).
     init(_ arguments: Arguments, pool: Bool = false) throws(UsageError) {
@@ -47,7 +47,7 @@ struct CommonOptions {
 
     /// One bird's machine as the options configure it; what no option of the
     /// command says is the Bird layer's default.
-    func configuration(_ mode: BirdCentral.Configuration.Mode, fields: [BirdField], address: String?) -> BirdCentral.Configuration {
+    func configuration(_ mode: BirdCentral.Configuration.Mode, fields: [BirdField], address: BluetoothAddress?) -> BirdCentral.Configuration {
         BirdCentral.Configuration(
             mode: mode, fields: fields, address: address, minimumRSSI: minimumRSSI,
             scanTimeout: arguments.seconds(.timeout), connectTimeout: arguments.deadline(.connectTimeout),

@@ -84,7 +84,7 @@ final class MetricsService: @unchecked Sendable {
 
     func record(_ report: BirdCentral.Report) { birds.record(report, at: .now) }
 
-    func heard(_ address: String, rssi: Int16) { birds.heard(address, rssi: rssi) }
+    func heard(_ address: BluetoothAddress, rssi: Int16) { birds.heard(address, rssi: rssi) }
 
     func record(_ event: BirdPeripheral.Event) { peripheral.record(event) }
 

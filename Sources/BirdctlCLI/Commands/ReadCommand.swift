@@ -63,7 +63,7 @@ enum ReadCommand {
     static func lines(_ results: ReadResults, fields: [BirdField], bare: Bool, _ formatter: ReportFormatter) -> [String] {
         if formatter.json {
             var object = JSONObject()
-            object.add("address", ifPresent: results.peripheral?.address)
+            object.add("address", ifPresent: results.peripheral?.address.description)
             var raw = JSONObject()
             var errors = JSONObject()
             for field in fields {

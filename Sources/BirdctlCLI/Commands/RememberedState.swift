@@ -15,9 +15,9 @@ import Glibc
 ///     bird BIRD-ADDRESS SECONDS-SINCE-1970
 struct RememberedState: Equatable {
     /// Learned link limits by adapter address (upper case).
-    var limits: [String: Int] = [:]
+    var limits: [BluetoothAddress: Int] = [:]
     /// When each bird followed was last read (seconds since 1970), by address (upper case).
-    var birds: [String: Int64] = [:]
+    var birds: [BluetoothAddress: Int64] = [:]
 
     static let header = "birdctl-state 1"
     static let maximumAdapters = 64
@@ -26,7 +26,7 @@ struct RememberedState: Equatable {
     static let maximumBytes = 64 * 1024
     static let limits = 1...64
 
-    init(limits: [String: Int] = [:], birds: [String: Int64] = [:]) {
+    init(limits: [BluetoothAddress: Int] = [:], birds: [BluetoothAddress: Int64] = [:]) {
         self.limits = limits
         self.birds = birds
     }
@@ -39,7 +39,7 @@ struct RememberedState: Equatable {
         guard lines.first == Substring(Self.header) else { throw StateFileError("it is not a birdctl state file (\(Self.header))") }
         for (number, line) in lines.enumerated().dropFirst() {
             let words = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard words.count == 3, let address = BluetoothAddress(words[1])?.description else { throw Self.badLine(number) }
+            guard words.count == 3, let address = BluetoothAddress(words[1]) else { throw Self.badLine(number) }
             switch words[0] {
             case "limit":
                 guard let limit = Int(words[2]), Self.limits.contains(limit), limits[address] == nil else { throw Self.badLine(number) }
@@ -67,8 +67,7 @@ struct RememberedState: Equatable {
 
     /// `address` read at `time`: true if it is a bird new to the state (the
     /// longest unread one goes when the state holds `maximumBirds`).
-    mutating func read(_ address: String, at time: Int64) -> Bool {
-        let address = address.uppercased()
+    mutating func read(_ address: BluetoothAddress, at time: Int64) -> Bool {
         let new = birds[address] == nil
         if new, birds.count >= Self.maximumBirds, let oldest = birds.min(by: { $0.value < $1.value })?.key {
             birds[oldest] = nil
@@ -95,7 +94,7 @@ struct RememberedState: Equatable {
 
     /// The fleet forgot `address` (neither heard nor connected for
     /// `--forget-after`): a link to it at the next start is not ours.
-    mutating func forget(_ address: String) -> Bool { birds.removeValue(forKey: address.uppercased()) != nil }
+    mutating func forget(_ address: BluetoothAddress) -> Bool { birds.removeValue(forKey: address) != nil }
 }
 
 struct StateFileError: Error, CustomStringConvertible {
@@ -156,7 +155,7 @@ final class StateKeeper: @unchecked Sendable {
             }
         case .reading(let bird, _, _, _):
             guard readSinceSaved.insert(bird.address).inserted else { return }
-            if state.birds[bird.address.uppercased()] == nil { saveSoon() } else { unsaved = true }
+            if state.birds[bird.address] == nil { saveSoon() } else { unsaved = true }
         case .forgotten(let address):
             readSinceSaved.remove(address)
             if state.forget(address) { saveSoon() }
@@ -165,8 +164,8 @@ final class StateKeeper: @unchecked Sendable {
         }
     }
 
-    /// Birds read since the state was last written (addresses as reported).
-    private var readSinceSaved: Set<String> = []
+    /// Birds read since the state was last written.
+    private var readSinceSaved: Set<BluetoothAddress> = []
 
     /// How often readings of known birds are written (an SD card is not worn by every reading).
     static let interval = Duration.seconds(600)

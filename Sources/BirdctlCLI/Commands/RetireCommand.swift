@@ -30,10 +30,10 @@ enum RetireCommand {
     static let deadline: Duration = .seconds(10)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
-        var birds: Set<String> = []
+        var birds: Set<BluetoothAddress> = []
         for word in arguments.positionals {
             guard let address = BluetoothAddress(word) else { throw UsageError("expected Bird addresses (AA:BB:CC:DD:EE:FF), got '\(word)'") }
-            birds.insert(address.description)
+            birds.insert(address)
         }
         guard let options = try GatewayOptions(arguments, environment: WatchCommand.gatewayEnvironment()) else {
             throw UsageError("retire needs --mqtt URL: the broker and the PREFIX of the gateway")

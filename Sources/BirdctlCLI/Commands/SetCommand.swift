@@ -18,9 +18,9 @@ enum SetCommand {
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
         let common = try CommonOptions(arguments)
         var words = arguments.positionals
-        var address: String?
+        var address: BluetoothAddress?
         if let first = words.first, let given = BluetoothAddress(first) {
-            address = given.description
+            address = given
             words.removeFirst()
         }
         guard words.count >= 2, let field = BirdField(rawValue: words[0].lowercased()) else {
