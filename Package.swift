@@ -78,3 +78,25 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The ESPHome native API (`birdctl proxy`): Home Assistant adopts birdctl as a
+// Bluetooth proxy. Its messages are generated from ESPHome's api.proto by
+// swift-protobuf, its Noise encryption stands on swift-crypto; both need
+// Swift 6.2 (swift-protobuf's manifest and the code it generates), so
+// Debian's Swift 6.0 builds birdctl without the proxy.
+#if compiler(>=6.2)
+package.dependencies += [
+    .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
+    .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
+]
+package.targets += [
+    // The proxy: frames, the Noise handshake, the API's messages (generated: dist/esphome/generate.sh).
+    .target(
+        name: "Proxy",
+        exclude: ["Messages/api.proto"],
+        dependencies: [
+            "Bird", "DBus", .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+    .testTarget(name: "ProxyTests", dependencies: ["Proxy", "TestProcesses"]),
+]
+#endif
