@@ -93,10 +93,10 @@ package.targets += [
     // The proxy: frames, the Noise handshake, the API's messages (generated: dist/esphome/generate.sh).
     .target(
         name: "Proxy",
-        exclude: ["Messages/api.proto"],
         dependencies: [
             "Bird", "DBus", .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        ],
+        exclude: ["Messages/api.proto"]),
     .testTarget(name: "ProxyTests", dependencies: ["Proxy", "TestProcesses"]),
 ]
 #endif
