@@ -1,0 +1,135 @@
+import Bird
+import SwiftProtobuf
+
+/// One Home Assistant client of the proxy, once its frames are open (after
+/// the Noise handshake): its messages in, the answers and what it subscribed
+/// to out. A pure machine: the connection's driver decodes frames into
+/// `received` and sends or closes as told.
+///
+/// The order Home Assistant 2024.3 keeps: Hello, Connect (an empty password),
+/// DeviceInfo and ListEntities, then its subscriptions (free connection
+/// slots, advertisements); it pings after 20 s of silence and gives up after
+/// 90 s. Anything before Hello ends the session.
+public struct ProxySession {
+    /// Who the proxy says it is (DeviceInfoResponse).
+    public struct Identity: Sendable {
+        /// Home Assistant's name of the device; stable across restarts.
+        public var name: String
+        public var friendlyName: String
+        /// The proxy's id in Home Assistant (its config entry and scanner source).
+        public var macAddress: BluetoothAddress
+        public var birdctlVersion: String
+
+        public init(name: String, friendlyName: String, macAddress: BluetoothAddress, birdctlVersion: String) {
+            (self.name, self.friendlyName, self.macAddress, self.birdctlVersion) = (name, friendlyName, macAddress, birdctlVersion)
+        }
+    }
+
+    public enum Action: Equatable, Sendable {
+        /// A message to the client, encoded (its type number and protobuf bytes).
+        case send(type: UInt32, payload: [UInt8])
+        /// End the connection (after what was sent before), for this reason.
+        case close(String)
+    }
+
+    /// What the proxy can do, as the API's feature flags: advertisements as
+    /// heard (raw), passive scanning. Active connections come with the
+    /// scheduler's slots.
+    public static let featureFlags: UInt32 = 1 | 32  // PASSIVE_SCAN, RAW_ADVERTISEMENTS
+
+    /// The API version answered (aioesphomeapi reads the feature flags from 1.9 on).
+    static let apiVersion = (major: UInt32(1), minor: UInt32(9))
+
+    /// The ESPHome version said in DeviceInfo: Home Assistant asks older
+    /// proxies' owners to update (below 2023.8.0).
+    static let esphomeVersion = "2024.3.0"
+
+    public let identity: Identity
+    public private(set) var greeted = false
+    /// Advertisements are wanted (raw: as AD structures, the only form sent).
+    public private(set) var advertisementsWanted = false
+    /// Free connection slots are wanted.
+    public private(set) var slotsWanted = false
+
+    public init(_ identity: Identity) {
+        self.identity = identity
+    }
+
+    /// A message from the client.
+    public mutating func received(type: UInt32, payload: [UInt8]) -> [Action] {
+        guard greeted || type == HelloRequest.messageType else {
+            return [.close("a message of type \(type) before Hello")]
+        }
+        do {
+            switch type {
+            case HelloRequest.messageType:
+                _ = try HelloRequest(serializedBytes: payload)
+                greeted = true
+                var hello = HelloResponse()
+                (hello.apiVersionMajor, hello.apiVersionMinor) = Self.apiVersion
+                hello.serverInfo = "birdctl \(identity.birdctlVersion)"
+                hello.name = identity.name
+                return [try Self.send(hello)]
+            case ConnectRequest.messageType:
+                _ = try ConnectRequest(serializedBytes: payload)
+                // No password: the Noise key is the credential.
+                return [try Self.send(ConnectResponse())]
+            case DeviceInfoRequest.messageType:
+                _ = try DeviceInfoRequest(serializedBytes: payload)
+                return [try Self.send(deviceInfo)]
+            case ListEntitiesRequest.messageType:
+                _ = try ListEntitiesRequest(serializedBytes: payload)
+                return [try Self.send(ListEntitiesDoneResponse())]
+            case PingRequest.messageType:
+                _ = try PingRequest(serializedBytes: payload)
+                return [try Self.send(PingResponse())]
+            case DisconnectRequest.messageType:
+                _ = try DisconnectRequest(serializedBytes: payload)
+                return [try Self.send(DisconnectResponse()), .close("the client said goodbye")]
+            case SubscribeBluetoothLEAdvertisementsRequest.messageType:
+                let request = try SubscribeBluetoothLEAdvertisementsRequest(serializedBytes: payload)
+                guard request.flags & 1 != 0 else {
+                    return [.close("only raw advertisements are served (flags 1); the client asked for \(request.flags)")]
+                }
+                advertisementsWanted = true
+                return []
+            case UnsubscribeBluetoothLEAdvertisementsRequest.messageType:
+                _ = try UnsubscribeBluetoothLEAdvertisementsRequest(serializedBytes: payload)
+                advertisementsWanted = false
+                return []
+            case SubscribeBluetoothConnectionsFreeRequest.messageType:
+                _ = try SubscribeBluetoothConnectionsFreeRequest(serializedBytes: payload)
+                slotsWanted = true
+                return [try Self.send(slots(free: 0, limit: 0))]
+            default:
+                // States, services, Home Assistant's states, the time: a proxy has none to give or take.
+                return []
+            }
+        } catch {
+            return [.close("a message of type \(type) that does not decode")]
+        }
+    }
+
+    var deviceInfo: DeviceInfoResponse {
+        var info = DeviceInfoResponse()
+        info.name = identity.name
+        info.friendlyName = identity.friendlyName
+        info.macAddress = identity.macAddress.description
+        info.esphomeVersion = Self.esphomeVersion
+        info.model = "birdctl \(identity.birdctlVersion)"
+        info.manufacturer = "birdctl"
+        info.bluetoothProxyFeatureFlags = Self.featureFlags
+        return info
+    }
+
+    func slots(free: Int, limit: Int) -> BluetoothConnectionsFreeResponse {
+        var slots = BluetoothConnectionsFreeResponse()
+        slots.free = UInt32(clamping: free)
+        slots.limit = UInt32(clamping: limit)
+        return slots
+    }
+
+    static func send(_ message: some ESPHomeMessage) throws -> Action {
+        .send(type: type(of: message).messageType, payload: try message.serializedBytes())
+    }
+}
