@@ -12,19 +12,16 @@ public final class HTTPTextServer: @unchecked Sendable {
     public static let maximumClients = 16
     public static let maximumRequestHead = 8192
     public static let clientDeadline = Duration.seconds(10)
-    static let pauseWhenOutOfDescriptors = Duration.milliseconds(100)
+    public typealias ListenError = TCPListener.ListenError
 
     private let loop: EventLoop
-    private let listener: Int32
-    private var watch: AnyObject?
+    private var listener: TCPListener!
     private let path: String
     private let contentType: String
     private let body: () -> String
     private var clients: [Int32: Client] = [:]
-    /// Listening paused while the process is out of descriptors: when it resumes.
-    private var resume: EventLoop.TimerID?
     /// The port listened on (the one chosen by the kernel for port 0).
-    public let port: UInt16
+    public var port: UInt16 { listener.port }
 
     private final class Client {
         var request: [UInt8] = []
@@ -40,25 +37,11 @@ public final class HTTPTextServer: @unchecked Sendable {
         loop: EventLoop, host: String?, port: UInt16, path: String, contentType: String,
         body: @escaping () -> String
     ) throws(ListenError) {
-        loop.assertInLoop()
-        let listener = try Self.listen(host: host, port: port)
-        var address = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        guard named == 0 else {
-            let error = ListenError.system("getsockname", errno)
-            close(listener)
-            throw error
-        }
-        self.port = Self.port(of: address)
         self.loop = loop
-        self.listener = listener
         self.path = path
         self.contentType = contentType
         self.body = body
-        watch = loop.watchReadable(listener) { [unowned self] in acceptAll() }
+        listener = try TCPListener(loop: loop, host: host, port: port) { [unowned self] fd in accepted(fd) }
     }
 
     /// Released on the loop, or after `stop()` there (a stopped server touches nothing).
@@ -66,115 +49,22 @@ public final class HTTPTextServer: @unchecked Sendable {
 
     /// Stops listening and drops every client (on the loop).
     public func stop() {
-        guard watch != nil || resume != nil else { return }
-        if let watch { loop.unwatch(watch) }
-        if let resume { loop.cancel(resume) }
-        (watch, resume) = (nil, nil)
-        close(listener)
+        guard let listener, listener.isListening else { return }
+        listener.stop()
         for fd in Array(clients.keys) { drop(fd) }
     }
 
-    public enum ListenError: Error, Equatable, CustomStringConvertible {
-        /// The host is not an address this machine can listen on.
-        case badHost(String, String)
-        case system(String, Int32)
-
-        public var description: String {
-            switch self {
-            case .badHost(let host, let reason): "cannot listen on \(host): \(reason)"
-            case .system(let call, let code): "\(call): \(String(cString: strerror(code)))"
-            }
+    private func accepted(_ fd: Int32) {
+        guard clients.count < Self.maximumClients else {
+            close(fd)
+            return
         }
-    }
-
-    // MARK: Listening
-
-    private static func listen(host: String?, port: UInt16) throws(ListenError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        guard let host else {
-            // Every address: the IPv6 wildcard takes IPv4 too (IPV6_V6ONLY
-            // off); a kernel without IPv6 has IPv4's alone.
-            do { return try listen(host: "::", port: port) } catch { return try listen(host: "0.0.0.0", port: port) }
-        }
-        var found: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &found)
-        guard status == 0 else { throw .badHost(host, String(cString: gai_strerror(status))) }
-        defer { freeaddrinfo(found) }
-        var lastError = ListenError.badHost(host, "no address")
-        var entry = found
-        while let info = entry?.pointee {
-            entry = info.ai_next
-            let fd = socket(info.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else {
-                lastError = .system("socket", errno)
-                continue
-            }
-            var on: Int32 = 1, off: Int32 = 0
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-            if info.ai_family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &off, socklen_t(MemoryLayout<Int32>.size)) }
-            guard bind(fd, info.ai_addr, info.ai_addrlen) == 0 else {
-                lastError = .system("bind", errno)
-                close(fd)
-                continue
-            }
-            guard Glibc.listen(fd, 16) == 0 else {
-                lastError = .system("listen", errno)
-                close(fd)
-                continue
-            }
-            return fd
-        }
-        throw lastError
-    }
-
-    private static func port(of address: sockaddr_storage) -> UInt16 {
-        var address = address
-        let family = Int32(address.ss_family)
-        return withUnsafePointer(to: &address) { pointer in
-            switch family {
-            case AF_INET: pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
-            case AF_INET6: pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
-            default: 0
-            }
-        }
-    }
-
-    private func acceptAll() {
-        while watch != nil {
-            let fd = cloop_accept(listener)
-            guard fd >= 0 else {
-                if errno == ECONNABORTED || errno == EINTR { continue }
-                // Out of descriptors: the connection stays queued, and a
-                // level-triggered watch would wake the loop at once, again
-                // and again; listening pauses a little instead.
-                if errno == EMFILE || errno == ENFILE { pauseListening() }
-                return  // EAGAIN: none left
-            }
-            guard clients.count < Self.maximumClients else {
-                close(fd)
-                continue
-            }
-            let client = Client()
-            clients[fd] = client
-            client.watch = loop.watchReadable(fd) { [unowned self] in read(fd) }
-            client.deadline = loop.schedule(after: Self.clientDeadline) { [weak self] in
-                self?.clients[fd]?.deadline = nil
-                self?.drop(fd)
-            }
-        }
-    }
-
-    private func pauseListening() {
-        guard let watch else { return }
-        loop.unwatch(watch)
-        self.watch = nil
-        resume = loop.schedule(after: Self.pauseWhenOutOfDescriptors) { [weak self] in
-            guard let self, resume != nil else { return }
-            resume = nil
-            self.watch = loop.watchReadable(listener) { [unowned self] in acceptAll() }
+        let client = Client()
+        clients[fd] = client
+        client.watch = loop.watchReadable(fd) { [unowned self] in read(fd) }
+        client.deadline = loop.schedule(after: Self.clientDeadline) { [weak self] in
+            self?.clients[fd]?.deadline = nil
+            self?.drop(fd)
         }
     }
 

@@ -1,0 +1,157 @@
+import DBus
+
+/// One Home Assistant connection to the proxy, on the loop: the Noise
+/// handshake (or plaintext, where asked for), then frames in and out of its
+/// `ProxySession`. A client that sends what is no frame, fails the
+/// handshake, or falls silent past `silenceLimit` is told why (where the
+/// API has a way) and dropped. Loop-confined.
+final class ProxyConnection {
+    /// Home Assistant pings after 20 s of silence: a client silent this long is gone.
+    static let silenceLimit = Duration.seconds(150)
+    /// The handshake must be done within this (aioesphomeapi's own limit is 30 s).
+    static let handshakeLimit = Duration.seconds(30)
+
+    private enum Phase {
+        /// Noise: the client's hello frame is next (its payload goes into the prologue).
+        case awaitingClientHello
+        /// Noise: the client's handshake message is next.
+        case awaitingHandshake(NoiseHandshake)
+        /// Frames are open (encrypted with these ciphers, or plaintext when nil).
+        case open(receive: NoiseCipher?, send: NoiseCipher?)
+        case closed
+    }
+
+    private let stream: StreamConnection
+    private let loop: EventLoop
+    private var reader: FrameReader
+    private var phase: Phase
+    private let key: [UInt8]?
+    private(set) var session: ProxySession
+    private var lastHeard = MonotonicInstant.now
+    private var watchdog: EventLoop.TimerID?
+    private let said: (String) -> Void
+
+    /// `key`: the 32-byte pre-shared key (nil: plaintext). `said` gets a
+    /// line for the log when the connection ends for a reason.
+    init(stream: StreamConnection, loop: EventLoop, key: [UInt8]?, identity: ProxySession.Identity, said: @escaping (String) -> Void) {
+        self.stream = stream
+        self.loop = loop
+        self.key = key
+        self.said = said
+        reader = FrameReader(key == nil ? .plaintext : .noise)
+        phase = key == nil ? .open(receive: nil, send: nil) : .awaitingClientHello
+        session = ProxySession(identity)
+        stream.onBytes = { [unowned self] bytes in received(bytes) }
+        stream.onClose = { [unowned self] in ended() }
+        watchdog = loop.schedule(after: Self.handshakeLimit) { [weak self] in self?.checkAlive() }
+    }
+
+    var isOpen: Bool { if case .open = phase { stream.isOpen } else { false } }
+
+    /// A message for the client (once its frames are open).
+    func send(_ message: some ESPHomeMessage) {
+        guard case .open = phase, let payload = try? message.serializedBytes() as [UInt8] else { return }
+        send(type: type(of: message).messageType, payload: payload)
+    }
+
+    func close(_ reason: String) {
+        said(reason)
+        stream.close()
+    }
+
+    // MARK: In
+
+    private func received(_ bytes: [UInt8]) {
+        lastHeard = .now
+        reader.append(bytes)
+        do {
+            while case .some(let frame) = try reader.next() {
+                handle(frame)
+                if case .closed = phase { return }
+            }
+        } catch {
+            reject(error.description)
+        }
+    }
+
+    private func handle(_ frame: FrameReader.Frame) {
+        switch (phase, frame) {
+        case (.awaitingClientHello, .noise(let hello)):
+            let prologue = Array("NoiseAPIInit".utf8) + [UInt8(hello.count >> 8), UInt8(hello.count & 0xFF)] + hello
+            phase = .awaitingHandshake(NoiseHandshake(presharedKey: key!, prologue: prologue))
+            // The server hello: the Noise protocol chosen (1), the name, and the MAC.
+            let identity = session.identity
+            stream.send(FrameWriter.noise([1] + Array(identity.name.utf8) + [0] + Array(identity.macAddress.hexDigits.lowercased().utf8) + [0]))
+        case (.awaitingHandshake(var handshake), .noise(let message)):
+            guard message.first == 0 else { return reject("Bad handshake error byte") }
+            do throws(NoiseHandshake.Failure) {
+                try handshake.readInitiatorMessage(Array(message.dropFirst()))
+                let (answer, receive, send) = try handshake.writeResponderMessage()
+                stream.send(FrameWriter.noise([0] + answer))
+                phase = .open(receive: receive, send: send)
+            } catch {
+                reject(error.description)
+            }
+        case (.open(var receive?, let send), .noise(let sealed)):
+            guard let plaintext = receive.open(sealed), plaintext.count >= 4 else { return reject("Bad message: it does not decrypt") }
+            phase = .open(receive: receive, send: send)
+            let type = UInt32(plaintext[0]) << 8 | UInt32(plaintext[1])
+            perform(session.received(type: type, payload: Array(plaintext[4...])))
+        case (.open(nil, _), .plaintext(let type, let payload)):
+            perform(session.received(type: type, payload: payload))
+        default:
+            reject("Bad indicator byte")
+        }
+    }
+
+    private func perform(_ actions: [ProxySession.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let type, let payload): send(type: type, payload: payload)
+            case .close(let reason):
+                said(reason)
+                phase = .closed
+                stream.closeAfterSending()
+            }
+        }
+    }
+
+    // MARK: Out
+
+    private func send(type: UInt32, payload: [UInt8]) {
+        switch phase {
+        case .open(let receive, var send?):
+            let plaintext = [UInt8(type >> 8), UInt8(type & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
+            stream.send(FrameWriter.noise(send.seal(plaintext)))
+            phase = .open(receive: receive, send: send)
+        case .open(_, nil):
+            stream.send(FrameWriter.plaintext(type: type, payload: payload))
+        default:
+            break
+        }
+    }
+
+    /// A Noise client is told why, in the API's way (a frame of 1 and the
+    /// reason); a plaintext one is just dropped.
+    private func reject(_ reason: String) {
+        said(reason)
+        if key != nil { stream.send(FrameWriter.noise([1] + Array(reason.utf8))) }
+        phase = .closed
+        stream.closeAfterSending()
+    }
+
+    private func checkAlive() {
+        watchdog = nil
+        guard stream.isOpen else { return }
+        guard case .open = phase else { return close("the handshake did not finish in \(Self.handshakeLimit)") }
+        let silent = MonotonicInstant.now - lastHeard
+        if silent >= Self.silenceLimit { return close("silent for \(Self.silenceLimit)") }
+        watchdog = loop.schedule(after: Self.silenceLimit - silent) { [weak self] in self?.checkAlive() }
+    }
+
+    private func ended() {
+        phase = .closed
+        if let watchdog { loop.cancel(watchdog) }
+        watchdog = nil
+    }
+}
