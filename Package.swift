@@ -94,7 +94,7 @@ package.targets += [
     .target(
         name: "Proxy",
         dependencies: [
-            "Bird", "DBus", .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
+            "Bird", "BlueZ", "DBus", .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
         ],
         exclude: ["Messages/api.proto"]),
     .testTarget(name: "ProxyTests", dependencies: ["Proxy", "TestProcesses"]),
