@@ -40,7 +40,7 @@ SWIFT ?= swift
 # Debian's python3 with dbus-python, GLib and python-dbusmock for the fake BlueZ;
 # libmosquitto for the MQTT gateway, and a real broker, its clients and openssl
 # (a test CA) to test it against; Prometheus (server and promtool) to scrape --metrics.
-DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-dbus python3-gi python3-dbusmock \
+DEB_PACKAGES := libdbus-1-dev pkg-config dbus-daemon python3 python3-venv python3-dbus python3-gi python3-dbusmock \
 	libmosquitto-dev mosquitto mosquitto-clients openssl gdb prometheus
 
 # The benchmarks: the C floor, a venv for the peers, callgrind for profiling,
@@ -64,6 +64,8 @@ VM_PLATFORM ?= trixie
 # fixtures/ha/requirements.txt (made again when that file changes).
 HA_PACKAGES := python3-venv
 HA_VENV := .build/ha/venv
+# Home Assistant's ESPHome client library (aioesphomeapi, its pin), for the proxy's tests.
+PROXY_VENV := .build/proxy-venv
 
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
@@ -79,6 +81,10 @@ help:
 
 deps:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES)"
+	@cmp -s fixtures/proxy/requirements.txt $(PROXY_VENV)/requirements.txt || { \
+	  rm -rf $(PROXY_VENV) && /usr/bin/python3 -m venv $(PROXY_VENV) && \
+	  $(PROXY_VENV)/bin/pip install -q --disable-pip-version-check -r fixtures/proxy/requirements.txt && \
+	  cp fixtures/proxy/requirements.txt $(PROXY_VENV)/requirements.txt; }
 
 deps-vm:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(VM_PACKAGES)"
