@@ -12,8 +12,6 @@ public final class HTTPTextServer: @unchecked Sendable {
     public static let maximumClients = 16
     public static let maximumRequestHead = 8192
     public static let clientDeadline = Duration.seconds(10)
-    public typealias ListenError = TCPListener.ListenError
-
     private let loop: EventLoop
     private var listener: TCPListener!
     private let path: String
@@ -36,7 +34,7 @@ public final class HTTPTextServer: @unchecked Sendable {
     public init(
         loop: EventLoop, host: String?, port: UInt16, path: String, contentType: String,
         body: @escaping () -> String
-    ) throws(ListenError) {
+    ) throws(TCPListener.ListenError) {
         self.loop = loop
         self.path = path
         self.contentType = contentType
