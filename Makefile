@@ -152,7 +152,7 @@ RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-l
 SCRATCH := .build
 SWIFT_TARGET :=
 release: deps static-link
-	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --scratch-path $(SCRATCH) \
+	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --product birdctl --scratch-path $(SCRATCH) \
 	    --static-swift-stdlib --disable-local-rpath $(SWIFT_TARGET) \
 	    $(RELEASE_CODEGEN) $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
 
