@@ -97,6 +97,11 @@ package.targets += [
             "Bird", "BlueZ", "DBus", .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
         ],
         exclude: ["Messages/api.proto"]),
-    .testTarget(name: "ProxyTests", dependencies: ["Proxy", "TestProcesses"]),
+    .testTarget(
+        name: "ProxyTests",
+        dependencies: [
+            "Proxy", "Bird", "DBus", "TestProcesses", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
 ]
 #endif

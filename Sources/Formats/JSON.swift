@@ -14,6 +14,8 @@ public struct JSONObject {
 
     public indirect enum Value {
         case string(String)
+        /// An address, written as a string without making one (once per reading).
+        case address(BluetoothAddress)
         case number(String)
         case integer(Int)
         case bool(Bool)
@@ -25,6 +27,10 @@ public struct JSONObject {
         func append(to out: inout [UInt8]) {
             switch self {
             case .string(let s): JSONObject.appendQuoted(s, to: &out)
+            case .address(let address):
+                out.append(UInt8(ascii: "\""))
+                address.append(to: &out)
+                out.append(UInt8(ascii: "\""))
             case .number(let n): out += n.utf8
             case .integer(let i): out += String(i).utf8
             case .bool(let b): out += (b ? "true" : "false").utf8
@@ -51,7 +57,7 @@ public struct JSONObject {
 
     public mutating func add(_ key: String, _ value: String) { add(key, .string(value)) }
 
-    public mutating func add(_ key: String, _ address: BluetoothAddress) { add(key, .string(address.description)) }
+    public mutating func add(_ key: String, _ address: BluetoothAddress) { add(key, .address(address)) }
 
     public mutating func add(_ key: String, ifPresent value: String?) {
         if let value { add(key, .string(value)) }

@@ -143,7 +143,7 @@ public struct ReportFormatter: Sendable {
             return object.rendered
         case .forgotten(let address):
             var object = event("forgotten", nil)
-            object.add("address", address.description)
+            object.add("address", address)
             return object.rendered
         case .links(let adapter, let used, let limit, let learned):
             var object = event("links", nil)
@@ -241,7 +241,7 @@ public struct ReportFormatter: Sendable {
         var object = JSONObject()
         object.add("time", Timestamp.iso8601())
         object.add("event", name)
-        if let peripheral { object.add("address", peripheral.address.description) }
+        if let peripheral { object.add("address", peripheral.address) }
         return object
     }
 

@@ -161,7 +161,7 @@ struct GatewayMessages {
     func state(_ address: BluetoothAddress, _ values: [BirdField: BirdValue], time: String) -> MQTTMessage {
         var object = JSONObject()
         object.add("time", time)
-        object.add("address", address.description)
+        object.add("address", address)
         for field in BirdField.allCases {
             guard let value = values[field] else { continue }
             object.add(field.rawValue, ReportFormatter.jsonValue(value))

@@ -30,6 +30,9 @@ public final class StreamServer: @unchecked Sendable {
         listener = try TCPListener(loop: loop, host: host, port: port) { [unowned self] fd in accepted(fd) }
     }
 
+    /// Released on the loop, or after `stop()` there.
+    deinit { stop() }
+
     /// Stops listening and closes every connection (on the loop).
     public func stop() {
         listener.stop()
@@ -74,6 +77,7 @@ public final class StreamConnection: @unchecked Sendable {
     }
 
     func start() {
+        guard !closed else { return }
         readWatch = loop.watchReadable(fd) { [unowned self] in read() }
     }
 
@@ -139,6 +143,11 @@ public final class StreamConnection: @unchecked Sendable {
             }
             guard count > 0 else { return close() }
             sent += count
+            // A client that never quite catches up must not keep what it was sent.
+            if sent >= 65536 && sent * 2 >= queued.count {
+                queued.removeFirst(sent)
+                sent = 0
+            }
         }
         queued.removeAll(keepingCapacity: queued.capacity <= 65536)
         sent = 0

@@ -17,8 +17,8 @@ struct ProxyEndToEndTests {
         .deletingLastPathComponent()
     static let python = project.appendingPathComponent(".build/proxy-venv/bin/python").path
     static let client = project.appendingPathComponent("fixtures/proxy/esphome_client.py").path
-    static let key = Array(UInt8(100)...UInt8(131))
     static let keyText = "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM="
+    static let key = NoiseKey(base64: keyText)!
     static let identity = ProxySession.Identity(
         name: "birdctl-test", friendlyName: "birdctl test", macAddress: "00:AA:01:00:00:00", birdctlVersion: "0.2.0")
 
@@ -28,7 +28,7 @@ struct ProxyEndToEndTests {
         var server: ProxyServer!
         var said: [String] = []
 
-        init(key: [UInt8]?) async throws {
+        init(key: NoiseKey?) async throws {
             loop.start()
             try await on { [self] in
                 server = try ProxyServer(
@@ -50,7 +50,20 @@ struct ProxyEndToEndTests {
             }
         }
 
-        deinit { loop.stop() }
+        /// The server stopped on its loop, then the loop.
+        func stop() async throws {
+            try await on { [self] in server.stop() }
+            loop.stop()
+        }
+
+        /// Clients subscribed to advertisements, asked on the loop.
+        func subscribers() async throws -> Int {
+            let count = Counter()
+            try await on { [self] in count.value = server.advertisementSubscribers }
+            return count.value
+        }
+
+        final class Counter: @unchecked Sendable { var value = 0 }
     }
 
     static func json(_ line: String) throws -> [String: Any] {
@@ -64,6 +77,8 @@ struct ProxyEndToEndTests {
         let stdout = try #require(child.stdout)
         let subscribed = try #require(readLine(from: stdout), "the client did not subscribe")
         #expect(subscribed.contains("subscribed"))
+        // The client has sent its subscription; the proxy takes it in on its loop.
+        #expect(try await poll { try await proxy.subscribers() == 1 })
         try await proxy.on {
             var robin = BluetoothLERawAdvertisement()
             robin.address = 0xC0B1_2D00_0001
@@ -87,6 +102,7 @@ struct ProxyEndToEndTests {
         #expect(advertisements.first?["data"] as? String == "0609526f62696e")
         #expect(advertisements.map { $0["rssi"] as? Int } == [-48, -71])
         #expect(await child.exited() == 0)
+        try await proxy.stop()
     }
 
     /// Home Assistant's config flow: a client with no key is told encryption
@@ -100,5 +116,14 @@ struct ProxyEndToEndTests {
         let wrong = try ChildProcess.run(Self.python, [Self.client, port, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="])
         let answer = try Self.json(wrong.stdout)
         #expect(answer["error"] as? String == "invalid key" && answer["name"] as? String == "birdctl-test", "\(wrong.stdout)")
+        try await proxy.stop()
+    }
+
+    @Test func aKeyIsThirtyTwoBytesInBase64() {
+        #expect(NoiseKey(base64: " \(Self.keyText)\n")?.bytes == Array(UInt8(100)...UInt8(131)))
+        #expect(NoiseKey(base64: "AAAA") == nil)
+        #expect(NoiseKey(base64: String(Self.keyText.dropLast(4)) + "AA==") == nil)  // 31 bytes
+        #expect(NoiseKey(base64: String(repeating: "!", count: 44)) == nil)
+        #expect(NoiseKey(bytes: Array(repeating: 1, count: 33)) == nil)
     }
 }

@@ -35,8 +35,7 @@ public struct ScanResults: Sendable {
     /// A Bird heard: its result, updated. Returned when it is to be announced:
     /// the first time it is heard strongly enough since it was (re)learnt.
     public mutating func heard(address: BluetoothAddress, name: String?, rssi: Int16?, at now: MonotonicInstant) -> ScanResult? {
-        let key = address
-        var entry = entries[key]
+        var entry = entries[address]
             ?? Entry(result: ScanResult(address: address, name: name, rssi: nil, history: RSSIHistory()), lastHeard: now,
                      announced: false)
         if let rssi { entry.result.history.add(rssi, at: now) }
@@ -45,7 +44,7 @@ public struct ScanResults: Sendable {
         entry.lastHeard = now
         let announce = !entry.announced && isStrongEnough(entry.result)
         if announce { entry.announced = true }
-        entries[key] = entry
+        entries[address] = entry
         return announce ? entry.result : nil
     }
 

@@ -29,7 +29,6 @@ extension BirdFleet {
 
     /// This gateway holds the bird now: the fleet may connect it.
     public mutating func grant(_ address: BluetoothAddress) -> [Action] {
-        let address = address
         guard outcome == nil, sharing != nil, sharing?.granted.insert(address).inserted == true else { return [] }
         guard byAddress[address] == nil, let sighting = sharing?.heard.removeValue(forKey: address) else { return [] }
         // Heard before: no sign that the adapter hears now.
@@ -39,7 +38,6 @@ extension BirdFleet {
     /// Another gateway holds the bird now (or this one let it go): its
     /// machine stops (the link undone) and it is not connected again until granted.
     public mutating func release(_ address: BluetoothAddress) -> [Action] {
-        let address = address
         guard outcome == nil, sharing != nil else { return [] }
         sharing?.granted.remove(address)
         waiting.removeAll { $0.address == address }

@@ -34,7 +34,7 @@ public struct BirdFleet: Sendable {
     /// range), so in the order of their ids: each is appended with the next
     /// id, and removals keep the order (`index(of:)` relies on it).
     var machines: [(id: MachineID, central: BirdCentral)] = []
-    /// `all`: each machine's bird (address, upper case), and when it was last heard (in ticks).
+    /// `all`: each machine's bird, and when it was last heard (in ticks).
     var byAddress: [BluetoothAddress: MachineID] = [:]
     var lastHeard: [MachineID: Int] = [:]
     /// `all`: birds that asked for pairing without being named, and the tick

@@ -122,7 +122,6 @@ public struct AdapterPool: Sendable {
     /// A connect through `device` succeeded: the adapter is alive, and the
     /// bird's adapter is that one now. The reason it moved, if it did.
     mutating func connected(_ address: BluetoothAddress, device: ObjectPath) -> Reason? {
-        let address = address
         let adapter = Self.adapter(of: device)
         if let index = members.firstIndex(where: { $0.adapter.path == adapter }) {
             members[index].strikes = 0
@@ -141,7 +140,6 @@ public struct AdapterPool: Sendable {
     /// links were up on its adapter. True when the adapter is found wedged
     /// now; then its birds are handed over.
     mutating func connectDeadlinePassed(_ address: BluetoothAddress, device: ObjectPath, links: Int) -> Bool {
-        let address = address
         let adapter = Self.adapter(of: device)
         failedOn[address] = adapter
         guard let index = members.firstIndex(where: { $0.adapter.path == adapter }) else { return false }
@@ -170,7 +168,6 @@ public struct AdapterPool: Sendable {
 
     /// Whether a usable adapter other than the one that just failed the bird hears it.
     func hasAlternative(_ address: BluetoothAddress) -> Bool {
-        let address = address
         guard let failed = failedOn[address], let sightings = heard[address] else { return false }
         return members.contains { $0.adapter.powered && $0.adapter.path != failed && sightings[$0.adapter.path] != nil }
     }
@@ -178,7 +175,6 @@ public struct AdapterPool: Sendable {
     /// The bird's machine was dropped: nothing of it is kept (its sightings
     /// too, unless `keepHeard`: it waits to be followed again).
     mutating func forget(_ address: BluetoothAddress, keepHeard: Bool = false) {
-        let address = address
         if !keepHeard { heard[address] = nil }
         lastAdapter[address] = nil
         handOver[address] = nil
@@ -198,7 +194,6 @@ public struct AdapterPool: Sendable {
     /// connect the bird now; nil if no usable adapter of the pool hears it.
     /// `free`: whether an adapter has a free link.
     func choice(_ address: BluetoothAddress, free: (ObjectPath) -> Bool) -> Sighting? {
-        let address = address
         guard let sightings = heard[address] else { return nil }
         let hearing = members.filter { $0.adapter.powered && sightings[$0.adapter.path] != nil }
         if let bonded = hearing.first(where: { sightings[$0.adapter.path]!.bonded }) { return sightings[bonded.adapter.path] }

@@ -98,7 +98,6 @@ struct LinkScheduler: Sendable {
     /// (automatic) when the held birds already fill all links but one;
     /// `limit`: the links of every adapter the fleet uses, if known.
     func polls(_ address: BluetoothAddress, heldBirds: Int, limit: Int?) -> Bool {
-        let address = address
         if policy.hold.contains(address) { return false }
         if policy.poll.contains(address) { return true }
         switch policy.otherBirds {
@@ -112,7 +111,6 @@ struct LinkScheduler: Sendable {
 
     /// Whether the automatic policy chose to hold this bird (it may be polled later to share the last link).
     func holdsByChoice(_ address: BluetoothAddress) -> Bool {
-        let address = address
         return policy.otherBirds == .auto && !policy.hold.contains(address) && !policy.poll.contains(address)
     }
 
@@ -284,7 +282,7 @@ public struct LinkPolicy: Hashable, Sendable {
         case polled
     }
 
-    /// Always held / always polled (addresses, upper case).
+    /// Always held / always polled.
     public var hold: Set<BluetoothAddress>
     public var poll: Set<BluetoothAddress>
     public var otherBirds: Default
@@ -295,7 +293,7 @@ public struct LinkPolicy: Hashable, Sendable {
     /// taken as learned when the adapter is first seen, so a restart does
     /// not learn them again from connects that never come.
     public var remembered: [BluetoothAddress: Int] = [:]
-    /// Birds an earlier run followed (addresses, upper case): a link to one
+    /// Birds an earlier run followed: a link to one
     /// that is up as this run starts was that run's, and is adopted as ours
     /// (ours to poll and undo), not left alone as another program's.
     public var rememberedBirds: Set<BluetoothAddress> = []

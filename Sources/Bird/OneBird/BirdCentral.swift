@@ -97,7 +97,7 @@ public struct BirdCentral: Sendable {
         }
     }
 
-    /// The bird this machine has a link to (upper case), if any.
+    /// The bird this machine has a link to, if any.
     public var linkedAddress: BluetoothAddress? {
         if case .onLink(let link) = phase { link.peripheral.address } else { nil }
     }

@@ -39,7 +39,7 @@ extension BirdCentral {
         public var pairs: Bool
         /// How long a pairing may take (the person confirming it included).
         public var pairTimeout: Duration
-        /// The birds the user named (addresses, upper case): the only ones
+        /// The birds the user named: the only ones
         /// bonded with when they ask for pairing, besides those BlueZ already
         /// holds a bond with. A command's ADDRESS is named; `--pair-with` names more.
         public var pairsWith: Set<BluetoothAddress>

@@ -36,16 +36,13 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
     public func append(to line: inout [UInt8]) {
         for octet in (0..<6).reversed() {
             let byte = UInt8(truncatingIfNeeded: value >> (UInt64(octet) * 8))
-            line.append(Self.digits[Int(byte >> 4)])
-            line.append(Self.digits[Int(byte & 0x0F)])
+            line.append(Self.digit(byte >> 4))
+            line.append(Self.digit(byte & 0x0F))
             if octet > 0 { line.append(UInt8(ascii: ":")) }
         }
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.value < rhs.value }
-
-    /// The written form as bytes: "C0:B1:2D:00:00:01".
-    public var utf8: [UInt8] { bytes }
 
     private var bytes: [UInt8] {
         var bytes: [UInt8] = []
@@ -54,7 +51,10 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
         return bytes
     }
 
-    private static let digits = Array("0123456789ABCDEF".utf8)
+    /// An upper-case hex digit (computed: a watch line appends twelve).
+    private static func digit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
+    }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {

@@ -14,9 +14,9 @@ import Glibc
 ///     limit ADAPTER-ADDRESS LINKS
 ///     bird BIRD-ADDRESS SECONDS-SINCE-1970
 struct RememberedState: Equatable {
-    /// Learned link limits by adapter address (upper case).
+    /// Learned link limits by adapter address.
     var limits: [BluetoothAddress: Int] = [:]
-    /// When each bird followed was last read (seconds since 1970), by address (upper case).
+    /// When each bird followed was last read (seconds since 1970), by address.
     var birds: [BluetoothAddress: Int64] = [:]
 
     static let header = "birdctl-state 1"

@@ -48,6 +48,10 @@ final class ProxyConnection {
 
     var isOpen: Bool { if case .open = phase { stream.isOpen } else { false } }
 
+    /// The most a message's payload may hold: a Noise frame's 65,535 bytes
+    /// less the tag and the type and length.
+    static let maximumPayload = 65535 - 16 - 4
+
     /// A message for the client (once its frames are open).
     func send(_ message: some ESPHomeMessage) {
         guard case .open = phase, let payload = try? message.serializedBytes() as [UInt8] else { return }
@@ -93,10 +97,12 @@ final class ProxyConnection {
                 reject(error.description)
             }
         case (.open(var receive?, let send), .noise(let sealed)):
-            guard let plaintext = receive.open(sealed), plaintext.count >= 4 else { return reject("Bad message: it does not decrypt") }
+            guard let plaintext = receive.open(sealed), plaintext.count >= 4 else { return reject("a message that does not decrypt") }
             phase = .open(receive: receive, send: send)
             let type = UInt32(plaintext[0]) << 8 | UInt32(plaintext[1])
-            perform(session.received(type: type, payload: Array(plaintext[4...])))
+            let length = Int(plaintext[2]) << 8 | Int(plaintext[3])
+            guard length <= plaintext.count - 4 else { return reject("a message longer than its frame") }
+            perform(session.received(type: type, payload: Array(plaintext[4..<(4 + length)])))
         case (.open(nil, _), .plaintext(let type, let payload)):
             perform(session.received(type: type, payload: payload))
         default:
@@ -119,6 +125,9 @@ final class ProxyConnection {
     // MARK: Out
 
     private func send(type: UInt32, payload: [UInt8]) {
+        guard payload.count <= Self.maximumPayload else {
+            return close("a message of \(payload.count) bytes is over a frame")
+        }
         switch phase {
         case .open(let receive, var send?):
             let plaintext = [UInt8(type >> 8), UInt8(type & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
@@ -131,11 +140,14 @@ final class ProxyConnection {
         }
     }
 
-    /// A Noise client is told why, in the API's way (a frame of 1 and the
-    /// reason); a plaintext one is just dropped.
+    /// A Noise client in its handshake is told why, in the API's way (a
+    /// frame of 1 and the reason); once its frames are encrypted, or in
+    /// plaintext, it is just dropped.
     private func reject(_ reason: String) {
         said(reason)
-        if key != nil { stream.send(FrameWriter.noise([1] + Array(reason.utf8))) }
+        var handshaking = true
+        if case .open = phase { handshaking = false }
+        if key != nil && handshaking { stream.send(FrameWriter.noise([1] + Array(reason.utf8))) }
         phase = .closed
         stream.closeAfterSending()
     }
@@ -143,6 +155,7 @@ final class ProxyConnection {
     private func checkAlive() {
         watchdog = nil
         guard stream.isOpen else { return }
+        if case .closed = phase { return }
         guard case .open = phase else { return close("the handshake did not finish in \(Self.handshakeLimit)") }
         let silent = MonotonicInstant.now - lastHeard
         if silent >= Self.silenceLimit { return close("silent for \(Self.silenceLimit)") }

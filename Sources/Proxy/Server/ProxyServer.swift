@@ -9,20 +9,23 @@ public final class ProxyServer: @unchecked Sendable {
         /// nil: every address.
         public var host: String?
         public var port: UInt16
-        /// The 32-byte Noise pre-shared key; nil: plaintext (loopback, or asked for).
-        public var key: [UInt8]?
+        /// The Noise pre-shared key; nil: plaintext (loopback, or asked for).
+        public var key: NoiseKey?
         public var identity: ProxySession.Identity
         public var maximumClients = 4
         /// What may wait to be sent to one client before it is dropped as too slow.
         public var maximumQueued = 1 << 20
 
-        public init(host: String?, port: UInt16, key: [UInt8]?, identity: ProxySession.Identity) {
+        public init(host: String?, port: UInt16, key: NoiseKey?, identity: ProxySession.Identity) {
             (self.host, self.port, self.key, self.identity) = (host, port, key, identity)
         }
     }
 
     /// At most this many advertisements wait for the next batch (the oldest go first).
     static let maximumPending = 256
+    /// Advertisements per message, as ESPHome sends them: a message stays
+    /// far below a frame's 64 KiB whatever the peers advertise.
+    static let batchSize = 16
 
     private let loop: EventLoop
     private var server: StreamServer!
@@ -39,7 +42,7 @@ public final class ProxyServer: @unchecked Sendable {
             loop: loop, host: configuration.host, port: configuration.port, maximumClients: configuration.maximumClients,
             maximumQueued: configuration.maximumQueued
         ) { [unowned self] stream in
-            let connection = ProxyConnection(stream: stream, loop: loop, key: configuration.key, identity: configuration.identity) {
+            let connection = ProxyConnection(stream: stream, loop: loop, key: configuration.key?.bytes, identity: configuration.identity) {
                 said("proxy: a client was dropped: \($0)")
             }
             let id = ObjectIdentifier(connection)
@@ -51,6 +54,14 @@ public final class ProxyServer: @unchecked Sendable {
             }
         }
         loop.addBeforePollHook { [weak self] in self?.flush() }
+    }
+
+    /// Released on the loop, or after `stop()` there.
+    deinit { stop() }
+
+    /// Clients that asked for advertisements.
+    public var advertisementSubscribers: Int {
+        connections.values.filter { $0.isOpen && $0.session.advertisementsWanted }.count
     }
 
     /// An advertisement as heard; it goes out with the next batch.
@@ -66,11 +77,12 @@ public final class ProxyServer: @unchecked Sendable {
 
     private func flush() {
         guard !pending.isEmpty else { return }
-        var batch = BluetoothLERawAdvertisementsResponse()
-        batch.advertisements = pending
-        pending.removeAll(keepingCapacity: true)
-        for connection in connections.values where connection.isOpen && connection.session.advertisementsWanted {
-            connection.send(batch)
+        let subscribed = connections.values.filter { $0.isOpen && $0.session.advertisementsWanted }
+        for start in stride(from: 0, to: pending.count, by: Self.batchSize) {
+            var batch = BluetoothLERawAdvertisementsResponse()
+            batch.advertisements = Array(pending[start..<min(start + Self.batchSize, pending.count)])
+            for connection in subscribed { connection.send(batch) }
         }
+        pending.removeAll(keepingCapacity: true)
     }
 }
