@@ -61,7 +61,7 @@ public final class CentralDriver: @unchecked Sendable {
             discovery = Discovery(client: client)
             if core.options.isPool { pool = PoolAdapters(client: client, options: core.options) }
             subscriptions = NotifySubscriptions(client: client, method: fleet.configuration.notifyMethod)
-            core.onFinish { [self] in subscriptions.releaseAll() }
+            core.onFinish { [self] in subscriptions.releaseAll(core.cleanup) }
         }) { [self] event in handle(event) }
     }
 

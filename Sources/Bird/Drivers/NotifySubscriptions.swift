@@ -1,4 +1,5 @@
 import BlueZ
+import Glibc
 import DBus
 
 /// How to subscribe to notifications (`--notify-method`).
@@ -26,6 +27,11 @@ final class NotifySubscriptions: @unchecked Sendable {
     private let client: BlueZClient
     private let method: NotifyMethod
     private var sockets: [ObjectPath: DatagramReader] = [:]
+    /// AcquireNotify calls not answered yet.
+    private var acquiring: Set<ObjectPath> = []
+    /// The command is ending (`releaseAll`): what is acquired now is released at once.
+    private var releasing = false
+    private var releaseWhenAcquired: [ObjectPath: @Sendable () -> Void] = [:]
 
     init(client: BlueZClient, method: NotifyMethod) {
         self.client = client
@@ -42,7 +48,18 @@ final class NotifySubscriptions: @unchecked Sendable {
         guard method == .acquire || (method == .auto && offered) else {
             return startNotify(characteristic, completion)
         }
+        acquiring.insert(characteristic)
         client.perform(.acquireNotify(characteristic: characteristic)) { [self] result in
+            acquiring.remove(characteristic)
+            if releasing {
+                // Answered after the command began to end: ended there before the exit.
+                let done = releaseWhenAcquired.removeValue(forKey: characteristic) ?? {}
+                guard case .success(let acquired) = result else { return done() }
+                return client.perform(.stopNotify(characteristic: characteristic)) { _ in
+                    close(acquired.fd)
+                    done()
+                }
+            }
             switch result {
             case .success(let acquired):
                 sockets[characteristic]?.close()
@@ -66,14 +83,18 @@ final class NotifySubscriptions: @unchecked Sendable {
         client.perform(.startNotify(characteristic: characteristic)) { completion($0.map { _ in }) }
     }
 
-    /// Ends a subscription: an acquired socket is closed (bluetoothd
-    /// releases it at once), a StartNotify session stopped.
+    /// Ends a subscription. An acquired socket is closed only once
+    /// bluetoothd has answered StopNotify, which ends it there first: a
+    /// socket that hangs up after its owner has left the bus is
+    /// bluetoothd's use-after-free (`sock_hup`, up to 5.85; docs/testing.md),
+    /// and the hang-up waits for bluetoothd to be idle. A StartNotify session
+    /// is stopped.
     func unsubscribe(_ characteristic: ObjectPath, done: @escaping @Sendable () -> Void) {
-        if let socket = sockets.removeValue(forKey: characteristic) {
-            socket.close()
-            return done()
+        let socket = sockets.removeValue(forKey: characteristic)
+        client.perform(.stopNotify(characteristic: characteristic)) { _ in
+            socket?.close()
+            done()
         }
-        client.perform(.stopNotify(characteristic: characteristic)) { _ in done() }
     }
 
     /// The link to `device` went: its sockets are dead.
@@ -84,9 +105,17 @@ final class NotifySubscriptions: @unchecked Sendable {
         }
     }
 
-    /// On the way out.
-    func releaseAll() {
-        sockets.values.forEach { $0.close() }
-        sockets.removeAll()
+    /// On the way out, before the bus connection closes: each acquired
+    /// socket ended as `unsubscribe` ends it, and one still being acquired
+    /// once its answer comes (`cleanup` holds the exit for each, within the
+    /// driver's exit wait).
+    func releaseAll(_ cleanup: ((@escaping @Sendable () -> Void) -> Void) -> Void) {
+        releasing = true
+        for characteristic in Array(sockets.keys) {
+            cleanup { [self] done in unsubscribe(characteristic, done: done) }
+        }
+        for characteristic in acquiring {
+            cleanup { [self] done in releaseWhenAcquired[characteristic] = done }
+        }
     }
 }
