@@ -21,6 +21,9 @@
 #                      streaming on real bluetoothd in the VM beside bleak and bluetoothctl;
 #                      writes the figures into docs/figures.md
 #   make fuzz          the libFuzzer targets, FUZZ_SECONDS each
+#   make test-vm-arm64 the arm64 .deb installed in an arm64 VM (Debian 13 under qemu-system-aarch64)
+#                      with real bluetoothd: scan, read, link loss, pairing, watch --all through
+#                      3 links, the MQTT gateway to a broker on this machine (not in make test)
 #   make soak          a Bumble bird out of range and back SOAK_CYCLES (50) times under one
 #                      watch in the VM: every cycle recovers, private memory stays flat
 #   make soak-service  watch --all --mqtt for SOAK_MINUTES (60) in the VM: 8 Bumble birds,
@@ -28,7 +31,7 @@
 #                      SOAK_EVENT_SECONDS (60); every reading on the broker, memory and fds flat
 #
 # The other targets (test-unit, test-vm, test-install, test-ha, sanitize, fuzz-regress,
-# deps-vm, deps-bench, deps-install, deps-ha, bench-venv, bench-fake, bench-system, static-link,
+# deps-vm, deps-vm-arm64, deps-bench, deps-install, deps-ha, bench-venv, bench-fake, bench-system, static-link,
 # link-order, link-order-check, swift60-root, arm64-sysroot, clean) are parts of these.
 
 SHELL := /bin/bash
@@ -70,7 +73,7 @@ PROXY_VENV := .build/proxy-venv
 # Installing and packaging: shells whose completions are checked, man, the .deb's tools.
 INSTALL_TEST_PACKAGES := bash zsh fish man-db groff-base systemd dpkg-dev lintian bluez
 
-.PHONY: help deps deps-vm deps-bench deps-install deps-ha test-ha apt-packages build release static-link link-order link-order-check demo \
+.PHONY: help deps deps-vm deps-vm-arm64 test-vm-arm64 deps-bench deps-install deps-ha test-ha apt-packages build release static-link link-order link-order-check demo \
 	build-swift60 release-swift60 swift60-root release-arm64 arm64-sysroot \
 	soak soak-service test test-unit test-vm \
 	bench-venv bench-fake bench-system \
@@ -358,6 +361,32 @@ test-vm: deps-vm release deb
 	for p in $(VM_PLATFORMS); do cat .build/vm/results-$$p/summary 2>/dev/null || echo "vm $$p: no summary"; done; \
 	for p in $$failed; do grep -a '^\[[a-z]*\] FAIL ' .build/vm/results-$$p/console.log | cut -c1-2000; done; \
 	[ -z "$$failed" ] || { echo "test-vm: failed on$$failed" >&2; exit 1; }
+
+# The arm64 tier: Debian 13 for arm64 (a root built here, pinned by
+# fixtures/vm/trixie-arm64.recipe, with its own Bumble venv; debootstrap's
+# second stage, apt and pip run under qemu-aarch64-static through
+# binfmt_misc; its kernel lacks hci_vhci, which fixtures/vm/build-vhci.sh
+# builds from Debian's source) booted under qemu-system-aarch64 (virt,
+# Cortex-A72, TCG); the
+# arm64 .deb installed there with dpkg -i, and these scenarios run with its
+# /usr/bin/birdctl: scan with RSSI (Bumble), read, a link dropped and back
+# (btvirt), a link lost without a disconnect (Bumble), pairing (Bumble's
+# SMP), watch --all of 10 birds through 3 links, and watch --all --mqtt to a
+# mosquitto on this machine, over qemu's user-mode network. Not in make test
+# (docs/testing.md gives its time).
+TRIXIE_ARM64_ROOT := .build/vm/trixie-arm64-root
+TRIXIE_ARM64_INPUTS := fixtures/vm/trixie-arm64.recipe fixtures/vm/bumble-requirements.txt
+VM_ARM64_PACKAGES := qemu-system-arm qemu-user-static cpio debootstrap mosquitto mosquitto-clients
+VM_ARM64_SCENARIOS ?= bumble_rssi read reconnect bumble_link_loss bumble_encrypted bumble_links bumble_mqtt
+deps-vm-arm64:
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(VM_ARM64_PACKAGES)"
+	@cat $(TRIXIE_ARM64_INPUTS) | cmp -s - $(TRIXIE_ARM64_ROOT).recipe || \
+	  fixtures/vm/build-root.sh $(TRIXIE_ARM64_ROOT) $(TRIXIE_ARM64_INPUTS)
+	@fixtures/vm/build-vhci.sh $(TRIXIE_ARM64_ROOT)
+
+test-vm-arm64: deps-vm-arm64 deb-arm64
+	BIRDCTL_DEB=$(DEB_ARM64) BIRDCTL_VM_PLATFORM=trixie-arm64 BIRDCTL_VM_SELECT="$(VM_ARM64_SCENARIOS)" \
+	    BIRDCTL_VM_TIMEOUT=2400 fixtures/vm/run-vm.sh test
 
 # Link loss again and again (outside make test: about ten minutes).
 SOAK_CYCLES ?= 50
