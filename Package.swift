@@ -89,6 +89,8 @@ package.dependencies += [
     .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
     .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
 ]
+// birdctl links the proxy.
+package.targets.first { $0.name == "BirdctlCLI" }?.dependencies.append("Proxy")
 package.targets += [
     // The proxy: frames, the Noise handshake, the API's messages (generated: dist/esphome/generate.sh).
     .target(
@@ -100,7 +102,7 @@ package.targets += [
     .testTarget(
         name: "ProxyTests",
         dependencies: [
-            "Proxy", "Bird", "DBus", "TestProcesses", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            "birdctl", "Proxy", "Bird", "DBus", "FakeBlueZSupport", "TestProcesses", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 ]

@@ -100,6 +100,14 @@ extension Option {
     static let metrics = Option(
         "--metrics", "serve health metrics (Prometheus text format) at http://[ADDRESS:]PORT/metrics",
         .text(label: "[ADDRESS:]PORT"), fallback: "not served; ADDRESS defaults to every address of the machine")
+    static let proxy = Option(
+        "--proxy", "with --all: also be a Bluetooth proxy Home Assistant adopts (the ESPHome native API) at [ADDRESS:]PORT",
+        .text(label: "[ADDRESS:]PORT"), fallback: "not served; ESPHome's port is 6053, ADDRESS defaults to every address")
+    static let proxyKey = Option(
+        "--proxy-key", "the proxy's encryption key, as Home Assistant asks for it: 32 bytes in base64 (head -c32 /dev/urandom | base64)",
+        .text(label: "FILE", completion: .file))
+    static let proxyPlaintext = Option(
+        "--proxy-plaintext", "serve the proxy unencrypted on a network address: anyone who reaches the port can use your Bluetooth")
     static let mqtt = Option(
         "--mqtt", "also publish to this MQTT broker: mqtt[s]://HOST[:PORT][/PREFIX]", .text(label: "URL"))
     /// `retire`'s: the same option, what it names there.

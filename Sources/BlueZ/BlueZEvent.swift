@@ -27,3 +27,15 @@ public enum BlueZEvent: Hashable, Sendable {
     /// A notification (or a read) updated a characteristic's value.
     case valueChanged(characteristic: ObjectPath, value: [UInt8])
 }
+
+extension BlueZEvent {
+    /// The device this event says was heard advertising: one added, or one
+    /// whose advertised properties changed (see `Device.Changes.advertisement`).
+    public var advertisingDevice: Device? {
+        switch self {
+        case .deviceAdded(let device): device
+        case .deviceChanged(let device, let changed) where !changed.isDisjoint(with: .advertisement): device
+        default: nil
+        }
+    }
+}

@@ -57,16 +57,19 @@ extension BlueZRequest where Output == Void {
         self.init(path, interface, member, arguments, timeout: timeout, decodeReply: { _ throws(BlueZError) in })
     }
 
-    /// Discovery limited to these service UUIDs on this transport ("le", "bredr", "auto").
+    /// Discovery limited to these service UUIDs (none: every device) on this
+    /// transport ("le", "bredr", "auto"); with `rssi`, devices heard weaker
+    /// are left out, and each change of a device's RSSI is signalled (without
+    /// one, bluetoothd signals only changes of several dB).
     /// BlueZ merges every client's filter, so results must still be checked.
     public static func setDiscoveryFilter(
-        adapter: ObjectPath, uuids: [String], transport: String = "le", duplicateData: Bool = true
+        adapter: ObjectPath, uuids: [String], transport: String = "le", duplicateData: Bool = true, rssi: Int16? = nil
     ) -> Self {
-        Self(adapter, BlueZNames.adapter, "SetDiscoveryFilter", [
-            .propertyMap([
-                "UUIDs": .strings(uuids), "Transport": .string(transport), "DuplicateData": .bool(duplicateData),
-            ])
-        ])
+        var filter: [String: DBusValue] = [
+            "UUIDs": .strings(uuids), "Transport": .string(transport), "DuplicateData": .bool(duplicateData),
+        ]
+        if let rssi { filter["RSSI"] = .int16(rssi) }
+        return Self(adapter, BlueZNames.adapter, "SetDiscoveryFilter", [.propertyMap(filter)])
     }
 
     public static func startDiscovery(adapter: ObjectPath) -> Self {

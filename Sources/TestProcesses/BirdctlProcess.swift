@@ -231,6 +231,14 @@ public final class BirdctlProcess: @unchecked Sendable {
     }
 
     /// Writes a line to birdctl's stdin.
+    /// Skips lines until one contains `text`.
+    public func line(containing text: String, within timeout: Duration = .seconds(10)) async throws -> String {
+        while let line = try await nextLine(within: timeout) {
+            if line.contains(text) { return line }
+        }
+        throw TestSetupError("birdctl's output ended before a line with '\(text)'; stderr:\n\(stderr)")
+    }
+
     public func send(_ line: String) {
         process.stdin?.write(Data((line + "\n").utf8))
     }

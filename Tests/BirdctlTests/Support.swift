@@ -33,16 +33,6 @@ extension FakeBlueZ {
     }
 }
 
-extension BirdctlProcess {
-    /// Skips lines until one contains `text`.
-    func line(containing text: String, within timeout: Duration = .seconds(10)) async throws -> String {
-        while let line = try await nextLine(within: timeout) {
-            if line.contains(text) { return line }
-        }
-        throw TestSetupError("birdctl's output ended before a line with '\(text)'; stderr:\n\(stderr)")
-    }
-}
-
 /// Waits until `count` characteristics with these UUIDs are notifying in the
 /// fake (pushes before that are not notifications, as in BlueZ). A watch of
 /// every field waits for `allFields`; `--all` with two birds for alpha twice.

@@ -32,7 +32,7 @@ struct ProxyEndToEndTests {
             loop.start()
             try await on { [self] in
                 server = try ProxyServer(
-                    loop: loop, configuration: .init(host: "127.0.0.1", port: 0, key: key, identity: identity)
+                    loop: loop, configuration: .init(host: "127.0.0.1", port: 0, key: key), identify: { identity }
                 ) { [self] in said.append($0) }
             }
         }
@@ -73,7 +73,14 @@ struct ProxyEndToEndTests {
     @Test func homeAssistantsClientAdoptsItAndGetsAdvertisements() async throws {
         let proxy = try await Running(key: Self.key)
         let port = proxy.server.port
-        let child = try ChildProcess(Self.python, [Self.client, String(port), Self.keyText, "2"], stdout: .pipe, stderr: .pipe)
+        try await proxy.on {
+            // Heard before the client came: it gets it as it subscribes.
+            var wren = BluetoothLERawAdvertisement()
+            wren.address = 0xC0B1_2D00_0003
+            wren.rssi = -60
+            proxy.server.devicesHeard = { [wren] }
+        }
+        let child = try ChildProcess(Self.python, [Self.client, String(port), Self.keyText, "3"], stdout: .pipe, stderr: .pipe)
         let stdout = try #require(child.stdout)
         let subscribed = try #require(readLine(from: stdout), "the client did not subscribe")
         #expect(subscribed.contains("subscribed"))
@@ -98,9 +105,9 @@ struct ProxyEndToEndTests {
         #expect(result["entities"] as? Int == 0)
         #expect(result["slots"] as? [Int] == [0, 0])
         let advertisements = try #require(result["advertisements"] as? [[String: Any]])
-        #expect(advertisements.map { $0["address"] as? String } == ["C0B12D000001", "C0B12D000002"])
-        #expect(advertisements.first?["data"] as? String == "0609526f62696e")
-        #expect(advertisements.map { $0["rssi"] as? Int } == [-48, -71])
+        #expect(advertisements.map { $0["address"] as? String } == ["C0B12D000003", "C0B12D000001", "C0B12D000002"])
+        #expect(advertisements[1]["data"] as? String == "0609526f62696e")
+        #expect(advertisements.map { $0["rssi"] as? Int } == [-60, -48, -71])
         #expect(await child.exited() == 0)
         try await proxy.stop()
     }

@@ -34,6 +34,9 @@ public struct AdapterOptions: Sendable {
     /// nil for every adapter BlueZ has (those added later too); nil with `isPool` false.
     public var pool: [String]?
     public private(set) var isPool = false
+    /// Discovery hears every LE device, not only Birds, and passes on each
+    /// change of its RSSI (a Bluetooth proxy forwards them all).
+    public var hearsEveryDevice = false
 
     public init(adapterName: String? = nil, powerOn: Bool = false) {
         self.adapterName = adapterName

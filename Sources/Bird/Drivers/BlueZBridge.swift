@@ -7,15 +7,7 @@ extension Sighting {
     /// The sighting a BlueZ event stands for: a device announced, or one whose
     /// RSSI or advertising data changed. Cached devices that stay silent never are.
     public init?(_ event: BlueZEvent) {
-        let device: Device
-        switch event {
-        case .deviceAdded(let d):
-            device = d
-        case .deviceChanged(let d, let changed) where !changed.isDisjoint(with: .advertisement):
-            device = d
-        default:
-            return nil
-        }
+        guard let device = event.advertisingDevice else { return nil }
         self.init(device)
     }
 

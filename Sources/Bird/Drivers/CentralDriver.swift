@@ -37,6 +37,11 @@ public final class CentralDriver: @unchecked Sendable {
     /// reports how well it hears each bird.
     public var onHeard: ((_ address: BluetoothAddress, _ rssi: Int16) -> Void)?
 
+    /// Every device heard advertising through the adapters in use, Bird or
+    /// not (on the loop): a Bluetooth proxy passes them on. Discovery hears
+    /// every device only with `AdapterOptions.hearsEveryDevice`.
+    public var onAdvertisement: ((Device) -> Void)?
+
     var client: BlueZClient { core.client }
     private var loop: EventLoop { core.connection.loop }
 
@@ -58,7 +63,7 @@ public final class CentralDriver: @unchecked Sendable {
 
     public func start() {
         core.start(prepare: { [self] client in
-            discovery = Discovery(client: client)
+            discovery = Discovery(client: client, everyDevice: core.options.hearsEveryDevice)
             if core.options.isPool { pool = PoolAdapters(client: client, options: core.options) }
             subscriptions = NotifySubscriptions(client: client, method: fleet.configuration.notifyMethod)
             core.onFinish { [self] in subscriptions.releaseAll(core.cleanup) }
@@ -111,9 +116,7 @@ public final class CentralDriver: @unchecked Sendable {
         default:
             break
         }
-        if let sighting = Sighting(event), sighting.device.isDescendant(of: core.adapter?.path ?? "/nowhere") {
-            sighted(sighting)
-        }
+        heard(event) { $0.isDescendant(of: core.adapter?.path ?? "/nowhere") }
     }
 
     /// Devices, links and GATT objects: the same with one adapter or a pool.
@@ -178,7 +181,16 @@ public final class CentralDriver: @unchecked Sendable {
         default:
             break
         }
-        if let sighting = Sighting(event), pool.holds(sighting.device) { sighted(sighting) }
+        heard(event, on: pool.holds)
+    }
+
+    /// A device heard through an adapter in use: a Bird is sighted, and every
+    /// device goes to `onAdvertisement`.
+    private func heard(_ event: BlueZEvent, on isInUse: (ObjectPath) -> Bool) {
+        if let onAdvertisement, let device = event.advertisingDevice, device.hasSignal, isInUse(device.path) {
+            onAdvertisement(device)
+        }
+        if let sighting = Sighting(event), isInUse(sighting.device) { sighted(sighting) }
     }
 
     private func poolChanged(_ pool: PoolAdapters) {
@@ -250,6 +262,15 @@ public final class CentralDriver: @unchecked Sendable {
             (health.limit, health.limitLearned) = fleet.linkLimit(on: path)
             return health
         }
+    }
+
+    /// The devices heard advertising through the adapters in use in this
+    /// discovery, Bird or not, as BlueZ holds them now (on the loop): a proxy's
+    /// new subscriber learns of them before their next change.
+    public func devicesHeard() -> [Device] {
+        loop.assertInLoop()
+        let adapters = pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? []
+        return adapters.flatMap { client.tree.devicesInRange(on: $0).filter(\.hasSignal) }
     }
 
     /// A gateway of a fleet holds the bird now: it may be connected (on the loop).

@@ -1,18 +1,26 @@
 import BlueZ
 import DBus
 
-/// Turns BlueZ discovery on (Bird Service filter, LE) and off for one adapter,
+/// Turns BlueZ discovery on (LE; Birds only, or every device) and off for one adapter,
 /// remembering whether this client started it. Starts and stops run one after
 /// the other: BlueZ refuses a StopDiscovery while its StartDiscovery is still
 /// pending (InProgress). Loop-confined.
 final class Discovery: @unchecked Sendable {
     private let client: BlueZClient
+    private let everyDevice: Bool
     private(set) var adapter: ObjectPath?
     private var requested = false
     private var busy = false
     private var queue: [(@escaping @Sendable () -> Void) -> Void] = []
 
-    init(client: BlueZClient) { self.client = client }
+    /// `everyDevice`: every LE device and each change of its RSSI (the
+    /// weakest RSSI there is as the filter's floor), not only Birds.
+    init(client: BlueZClient, everyDevice: Bool = false) {
+        self.client = client
+        self.everyDevice = everyDevice
+    }
+
+    private var filter: (uuids: [String], rssi: Int16?) { everyDevice ? ([], -127) : ([BirdService.uuid], nil) }
 
     var isOn: Bool { requested }
 
@@ -28,10 +36,10 @@ final class Discovery: @unchecked Sendable {
         guard !requested || self.adapter != adapter else { return }
         self.adapter = adapter
         requested = true
-        enqueue { [client] finished in
+        enqueue { [client, filter] finished in
             // Another client's discovery: BlueZ may not announce what it heard already.
             let othersDiscovering = client.tree.adapter(adapter)?.discovering == true
-            client.perform(.setDiscoveryFilter(adapter: adapter, uuids: [BirdService.uuid])) { result in
+            client.perform(.setDiscoveryFilter(adapter: adapter, uuids: filter.uuids, rssi: filter.rssi)) { result in
                 if case .failure(let error) = result {
                     finished()
                     onFailure(error)

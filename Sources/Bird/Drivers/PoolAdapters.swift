@@ -97,7 +97,7 @@ final class PoolAdapters: @unchecked Sendable {
 
     private func discovery(_ adapter: ObjectPath) -> Discovery {
         if let discovery = discoveries[adapter] { return discovery }
-        let discovery = Discovery(client: client)
+        let discovery = Discovery(client: client, everyDevice: options.hearsEveryDevice)
         discoveries[adapter] = discovery
         return discovery
     }

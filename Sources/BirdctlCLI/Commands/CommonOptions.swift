@@ -39,10 +39,19 @@ struct CommonOptions {
     /// `--adapter hci0,hci1` or `--adapter all` (where the command allows several).
     var adapterPool: Bool { adapter.map { $0 == Option.allAdapters || $0.contains(",") } ?? false }
 
+    /// Discovery hears every device, not only Birds (a proxy passes them on).
+    var hearsEveryDevice = false
+
     var adapterOptions: AdapterOptions {
-        guard let adapter, adapterPool else { return AdapterOptions(adapterName: adapter, powerOn: powerOn) }
-        let names = adapter == Option.allAdapters ? nil : adapter.split(separator: ",").map(String.init)
-        return AdapterOptions(pool: names, powerOn: powerOn)
+        var options: AdapterOptions
+        if let adapter, adapterPool {
+            let names = adapter == Option.allAdapters ? nil : adapter.split(separator: ",").map(String.init)
+            options = AdapterOptions(pool: names, powerOn: powerOn)
+        } else {
+            options = AdapterOptions(adapterName: adapter, powerOn: powerOn)
+        }
+        options.hearsEveryDevice = hearsEveryDevice
+        return options
     }
 
     /// One bird's machine as the options configure it; what no option of the

@@ -3,42 +3,6 @@ import Bird
 import Health
 import Loop
 
-/// `--metrics [ADDRESS:]PORT`: where the health page is served.
-struct MetricsEndpoint: Hashable, Sendable, CustomStringConvertible {
-    /// nil: every address of the machine.
-    var host: String?
-    var port: UInt16
-
-    /// `9100`, `127.0.0.1:9100`, `[::1]:9100`, `localhost:9100`; port 0: any free one.
-    init(_ text: String) throws(UsageError) {
-        var hostPart: Substring?
-        var portPart = Substring(text)
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
-                throw UsageError("--metrics expects [ADDRESS:]PORT, e.g. 9464 or [::1]:9464, not \(text)")
-            }
-            hostPart = text[text.index(after: text.startIndex)..<close]
-            portPart = text[text.index(close, offsetBy: 2)...]
-        } else if let colon = text.lastIndex(of: ":") {
-            hostPart = text[..<colon]
-            portPart = text[text.index(after: colon)...]
-            if hostPart?.contains(":") == true {
-                throw UsageError("--metrics: put an IPv6 address in brackets, e.g. [::1]:9464, not \(text)")
-            }
-        }
-        guard let port = UInt16(portPart), portPart.allSatisfy(\.isASCII) else {
-            throw UsageError("--metrics expects [ADDRESS:]PORT with a port from 0 to 65535, not \(text)")
-        }
-        if let hostPart, hostPart.isEmpty { throw UsageError("--metrics: an empty address in \(text)") }
-        (host, self.port) = (hostPart.map(String.init), port)
-    }
-
-    var description: String {
-        let host = self.host.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "*"
-        return "\(host):\(port)"
-    }
-}
-
 /// The health page of a long-running command (watch, scan, serve): what
 /// its driver, the gateway and the process say, served at /metrics on the
 /// loop. A section a command has not is left off. Loop-confined.
@@ -46,7 +10,7 @@ final class MetricsService: @unchecked Sendable {
     /// The command whose page it is: what sections the page has.
     enum Command { case watch, scan, serve }
 
-    private let endpoint: MetricsEndpoint
+    private let endpoint: ListenEndpoint
     private let command: Command
     /// The birds a watch follows.
     private var birds = BirdHealth()
@@ -57,12 +21,12 @@ final class MetricsService: @unchecked Sendable {
     var adapters: () -> [AdapterHealth] = { [] }
     var gateway: (() -> GatewayHealth)?
 
-    init(_ endpoint: MetricsEndpoint, for command: Command) { (self.endpoint, self.command) = (endpoint, command) }
+    init(_ endpoint: ListenEndpoint, for command: Command) { (self.endpoint, self.command) = (endpoint, command) }
 
     /// The service `--metrics` asks for, if given (a bad endpoint is a usage error).
     static func requested(in arguments: Arguments, for command: Command) throws(UsageError) -> MetricsService? {
         guard let text = arguments.value(.metrics) else { return nil }
-        return MetricsService(try MetricsEndpoint(text), for: command)
+        return MetricsService(try ListenEndpoint(text, option: "--metrics"), for: command)
     }
 
     /// Listens (on the loop); a failure says why and is the command's end.

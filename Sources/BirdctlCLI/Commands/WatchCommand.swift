@@ -54,14 +54,16 @@ enum WatchCommand {
             .watchTimeout, .connectTimeout,
             .minimumRSSI, .noPair, .pairWith, .confirmPairing, .pairTimeout, .adapters, .powerOn, .json, .verbose,
             .mqtt, .mqttCredentials, .mqttCA, .mqttCertificate, .mqttKey, .mqttBuffer, .mqttBufferBytes, .mqttWriteTTL, .noDiscovery, .fleet, .fleetMargin, .fleetDwell,
-            .stateDirectory, .metrics, .quiet, .help,
-        ],
+            .stateDirectory, .metrics,
+        ] + ProxyService.options + [.quiet, .help],
         run: run)
 
     static func run(_ arguments: Arguments) throws(UsageError) -> ExitStatus {
-        let common = try CommonOptions(arguments, pool: true)
+        var common = try CommonOptions(arguments, pool: true)
         let (address, requested) = try arguments.addressAndFields()
         let all = arguments.has(.all)
+        let proxy = try ProxyService.requested(in: arguments, all: all)
+        common.hearsEveryDevice = proxy != nil
         if all && address != nil { throw UsageError("--all follows every Bird; it takes no ADDRESS") }
         if common.adapterPool && !all {
             throw UsageError("--adapter with several adapters (or all) goes with --all: one bird is watched through one adapter")
@@ -88,7 +90,9 @@ enum WatchCommand {
         let gatewayConfiguration = gatewayOptions?.configuration
         if gatewayConfiguration?.fleet != nil && !all { throw UsageError("--fleet goes with --all (the gateways share every Bird)") }
         let quiet = arguments.has(.quiet)
-        if quiet && gatewayOptions == nil { throw UsageError("--quiet goes with --mqtt (else nothing would be printed)") }
+        if quiet && gatewayOptions == nil && proxy == nil {
+            throw UsageError("--quiet goes with --mqtt or --proxy (else nothing would be printed)")
+        }
         for warning in gatewayOptions?.warnings ?? [] { Diagnostics.say("warning: " + warning) }
 
         let metrics = try MetricsService.requested(in: arguments, for: .watch)
@@ -153,7 +157,12 @@ enum WatchCommand {
                 metrics.adapters = { [unowned driver] in driver.adapterHealth() }
                 if let gateway { metrics.gateway = { [unowned gateway] in gateway.health } }
             }
-            return WatchDriver(central: driver, gateway: gateway, metrics: metrics, session: session)
+            if let proxy {
+                proxy.adapters = { [unowned driver] in driver.adapterHealth() }
+                proxy.devicesHeard = { [unowned driver] in driver.devicesHeard() }
+                driver.onAdvertisement = { proxy.heard($0) }
+            }
+            return WatchDriver(central: driver, gateway: gateway, metrics: metrics, proxy: proxy, session: session)
         }
     }
 
@@ -185,14 +194,16 @@ private final class WatchDriver: SessionDriver {
     let central: CentralDriver
     let gateway: MQTTGateway?
     let metrics: MetricsService?
+    let proxy: ProxyService?
     let session: Session
 
-    init(central: CentralDriver, gateway: MQTTGateway?, metrics: MetricsService?, session: Session) {
-        (self.central, self.gateway, self.metrics, self.session) = (central, gateway, metrics, session)
+    init(central: CentralDriver, gateway: MQTTGateway?, metrics: MetricsService?, proxy: ProxyService?, session: Session) {
+        (self.central, self.gateway, self.metrics, self.proxy, self.session) = (central, gateway, metrics, proxy, session)
     }
 
     func start() {
         guard MetricsService.start(metrics, in: session) else { return }
+        guard ProxyService.start(proxy, in: session) else { return }
         central.start()
         gateway?.start()
     }

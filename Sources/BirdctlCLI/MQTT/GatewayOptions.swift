@@ -28,7 +28,7 @@ struct GatewayOptions {
             return nil
         }
         let target = try Self.parse(url)
-        let prefix = target.prefix ?? "birdctl/" + Self.topicSafe(Self.hostname())
+        let prefix = target.prefix ?? "birdctl/" + Self.topicSafe(LocalMachine.hostname())
         var settings = MQTTSettings(host: target.host, port: target.port, clientID: "birdctl_" + GatewayConfiguration.gatewayID(prefix))
         let discovery = !arguments.has(.noDiscovery)
         let (fleetRoot, fleet) = try Self.fleet(arguments, prefix: prefix)
@@ -49,10 +49,10 @@ struct GatewayOptions {
         }
         (settings.username, settings.password) = try Self.credentials(arguments.value(.mqttCredentials), environment)
         settings.will = MQTTMessage(prefix + "/status", "offline", retain: true)
-        if let file = arguments.value(.mqttCredentials), Self.readableByOthers(file) {
+        if let file = arguments.value(.mqttCredentials), LocalMachine.readableByOthers(file) {
             warnings.append("\(file) holds a password and other users can read it (chmod 600 \(file))")
         }
-        if settings.password != nil && !target.secure && !Self.isLoopback(target.host) {
+        if settings.password != nil && !target.secure && !LocalMachine.isLoopback(target.host) {
             warnings.append("the MQTT password goes to \(target.host) in plain text (mqtt://); use mqtts:// with --mqtt-ca")
         }
         configuration = GatewayConfiguration(
@@ -145,12 +145,6 @@ struct GatewayOptions {
         return Target(secure: secure, host: String(host), port: port, prefix: prefix)
     }
 
-    /// Whether `host` is this machine (a password sent there in plain text
-    /// crosses no network).
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
-
     private static func portNumber(_ text: Substring) throws(UsageError) -> Int {
         guard let port = Int(text), (1...65535).contains(port) else {
             throw UsageError("--mqtt: the port is not a number in 1…65535")
@@ -169,7 +163,7 @@ struct GatewayOptions {
             if password != nil && username == nil { throw UsageError("\(passwordVariable) is set but \(usernameVariable) is not") }
             return (username, password)
         }
-        guard let text = readSmallFile(file) else { throw UsageError("--mqtt-credentials: cannot read \(file)") }
+        guard let text = LocalMachine.readSmallFile(file) else { throw UsageError("--mqtt-credentials: cannot read \(file)") }
         var line = text.split(separator: "\n", omittingEmptySubsequences: false).first ?? ""
         if line.hasSuffix("\r") { line = line.dropLast() }
         guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
@@ -178,31 +172,7 @@ struct GatewayOptions {
         return (String(line[..<colon]), String(line[line.index(after: colon)...]))
     }
 
-    /// The first 64 KiB of a file, or nil if it cannot be read.
-    private static func readSmallFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 65536)
-        let count = read(fd, &bytes, bytes.count)
-        guard count >= 0 else { return nil }
-        return String(decoding: bytes[..<count], as: UTF8.self)
-    }
-
-    /// Whether a file others can read holds the password (for a warning, as ssh gives).
-    static func readableByOthers(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & 0o077 != 0
-    }
-
     // MARK: Names
-
-    static func hostname() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
-        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return name.isEmpty ? "localhost" : name
-    }
 
     /// Letters, digits, `-` and `_` kept, the rest `_`: safe as one topic
     /// level (the host name in the default prefix).

@@ -30,6 +30,8 @@ final class ProxyConnection {
     private var lastHeard = MonotonicInstant.now
     private var watchdog: EventLoop.TimerID?
     private let said: (String) -> Void
+    /// The client subscribed to advertisements: what is heard now goes to it.
+    var onAdvertisementsWanted: () -> Void = {}
 
     /// `key`: the 32-byte pre-shared key (nil: plaintext). `said` gets a
     /// line for the log when the connection ends for a reason.
@@ -118,6 +120,8 @@ final class ProxyConnection {
                 said(reason)
                 phase = .closed
                 stream.closeAfterSending()
+            case .sendDevicesHeard:
+                onAdvertisementsWanted()
             }
         }
     }

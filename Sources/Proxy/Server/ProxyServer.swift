@@ -11,13 +11,12 @@ public final class ProxyServer: @unchecked Sendable {
         public var port: UInt16
         /// The Noise pre-shared key; nil: plaintext (loopback, or asked for).
         public var key: NoiseKey?
-        public var identity: ProxySession.Identity
         public var maximumClients = 4
         /// What may wait to be sent to one client before it is dropped as too slow.
         public var maximumQueued = 1 << 20
 
-        public init(host: String?, port: UInt16, key: NoiseKey?, identity: ProxySession.Identity) {
-            (self.host, self.port, self.key, self.identity) = (host, port, key, identity)
+        public init(host: String?, port: UInt16, key: NoiseKey?) {
+            (self.host, self.port, self.key) = (host, port, key)
         }
     }
 
@@ -31,19 +30,37 @@ public final class ProxyServer: @unchecked Sendable {
     private var server: StreamServer!
     private var connections: [ObjectIdentifier: ProxyConnection] = [:]
     private var pending: [BluetoothLERawAdvertisement] = []
+    /// Who the proxy says it is, once known: it never changes after (Home
+    /// Assistant keys the proxy on its MAC address).
+    private var identity: ProxySession.Identity?
+    /// The advertisements of the devices heard now, for a client that just subscribed.
+    public var devicesHeard: () -> [BluetoothLERawAdvertisement] = { [] }
     public var port: UInt16 { server.port }
     public var clientCount: Int { connections.count }
 
-    /// `said` gets a line for the log: a client dropped, and why.
-    public init(loop: EventLoop, configuration: Configuration, said: @escaping (String) -> Void) throws(TCPListener.ListenError) {
+    /// `identify` says who the proxy is, asked as each client comes until it
+    /// answers (nil: not known yet, e.g. no adapter yet; the client is
+    /// dropped). `said` gets a line for the log: a client dropped, and why.
+    public init(
+        loop: EventLoop, configuration: Configuration, identify: @escaping () -> ProxySession.Identity?,
+        said: @escaping (String) -> Void
+    ) throws(TCPListener.ListenError) {
         loop.assertInLoop()
         self.loop = loop
         server = try StreamServer(
             loop: loop, host: configuration.host, port: configuration.port, maximumClients: configuration.maximumClients,
             maximumQueued: configuration.maximumQueued
         ) { [unowned self] stream in
-            let connection = ProxyConnection(stream: stream, loop: loop, key: configuration.key?.bytes, identity: configuration.identity) {
+            if identity == nil { identity = identify() }
+            guard let identity else {
+                said("proxy: a client was dropped: birdctl has no Bluetooth adapter yet")
+                return stream.close()
+            }
+            let connection = ProxyConnection(stream: stream, loop: loop, key: configuration.key?.bytes, identity: identity) {
                 said("proxy: a client was dropped: \($0)")
+            }
+            connection.onAdvertisementsWanted = { [unowned self, unowned connection] in
+                send(devicesHeard(), to: [connection])
             }
             let id = ObjectIdentifier(connection)
             connections[id] = connection
@@ -77,12 +94,15 @@ public final class ProxyServer: @unchecked Sendable {
 
     private func flush() {
         guard !pending.isEmpty else { return }
-        let subscribed = connections.values.filter { $0.isOpen && $0.session.advertisementsWanted }
-        for start in stride(from: 0, to: pending.count, by: Self.batchSize) {
-            var batch = BluetoothLERawAdvertisementsResponse()
-            batch.advertisements = Array(pending[start..<min(start + Self.batchSize, pending.count)])
-            for connection in subscribed { connection.send(batch) }
-        }
+        send(pending, to: connections.values.filter { $0.isOpen && $0.session.advertisementsWanted })
         pending.removeAll(keepingCapacity: true)
+    }
+
+    private func send(_ advertisements: [BluetoothLERawAdvertisement], to clients: [ProxyConnection]) {
+        for start in stride(from: 0, to: advertisements.count, by: Self.batchSize) {
+            var batch = BluetoothLERawAdvertisementsResponse()
+            batch.advertisements = Array(advertisements[start..<min(start + Self.batchSize, advertisements.count)])
+            for connection in clients { connection.send(batch) }
+        }
     }
 }

@@ -30,6 +30,9 @@ public struct ProxySession {
         case send(type: UInt32, payload: [UInt8])
         /// End the connection (after what was sent before), for this reason.
         case close(String)
+        /// The client subscribed to advertisements: send it what is heard
+        /// now (BlueZ signals a device again only when what it heard changes).
+        case sendDevicesHeard
     }
 
     /// What the proxy can do, as the API's feature flags: advertisements as
@@ -92,7 +95,7 @@ public struct ProxySession {
                     return [.close("only raw advertisements are served (flags 1); the client asked for \(request.flags)")]
                 }
                 advertisementsWanted = true
-                return []
+                return [.sendDevicesHeard]
             case UnsubscribeBluetoothLEAdvertisementsRequest.messageType:
                 _ = try UnsubscribeBluetoothLEAdvertisementsRequest(serializedBytes: payload)
                 advertisementsWanted = false
