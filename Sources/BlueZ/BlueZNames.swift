@@ -6,6 +6,7 @@ enum BlueZNames {
     static let device = "org.bluez.Device1"
     static let gattService = "org.bluez.GattService1"
     static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+    static let gattDescriptor = "org.bluez.GattDescriptor1"
     static let gattManager = "org.bluez.GattManager1"
     static let advertisingManager = "org.bluez.LEAdvertisingManager1"
     static let advertisement = "org.bluez.LEAdvertisement1"

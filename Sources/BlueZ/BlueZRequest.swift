@@ -134,6 +134,10 @@ extension BlueZRequest where Output == Void {
         Self(adapter, BlueZNames.advertisingManager, "UnregisterAdvertisement", [.objectPath(advertisement)])
     }
 
+    public static func writeDescriptor(_ descriptor: ObjectPath, _ value: [UInt8]) -> Self {
+        Self(descriptor, BlueZNames.gattDescriptor, "WriteValue", [.bytes(value), .propertyMap([:])])
+    }
+
     public static func startNotify(characteristic: ObjectPath) -> Self {
         Self(characteristic, BlueZNames.gattCharacteristic, "StartNotify")
     }
@@ -172,6 +176,17 @@ extension BlueZRequest where Output == [UInt8] {
         let options: [String: DBusValue] = offset == 0 ? [:] : ["offset": .uint16(offset)]
         return Self(characteristic, BlueZNames.gattCharacteristic, "ReadValue", [.propertyMap(options)]) {
             reply throws(BlueZError) in
+            guard let bytes = reply.first?.bytes else {
+                throw BlueZError(.unexpectedReply, message: "ReadValue returned \(reply.map(\.signature))")
+            }
+            return bytes
+        }
+    }
+}
+
+extension BlueZRequest where Output == [UInt8] {
+    public static func readDescriptor(_ descriptor: ObjectPath) -> Self {
+        Self(descriptor, BlueZNames.gattDescriptor, "ReadValue", [.propertyMap([:])]) { reply throws(BlueZError) in
             guard let bytes = reply.first?.bytes else {
                 throw BlueZError(.unexpectedReply, message: "ReadValue returned \(reply.map(\.signature))")
             }

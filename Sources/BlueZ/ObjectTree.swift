@@ -208,6 +208,11 @@ public struct ObjectTree: Hashable, Sendable {
         views(under: parent, BlueZNames.gattCharacteristic, GattCharacteristic.init)
     }
 
+    /// The descriptors of a characteristic (or of everything below `parent`).
+    public func descriptors(under parent: ObjectPath) -> [GattDescriptor] {
+        views(under: parent, BlueZNames.gattDescriptor, GattDescriptor.init)
+    }
+
     /// Typed views of the objects below `parent` with `interface` whose
     /// properties pass `wanted`, by path. Sorted on the paths themselves:
     /// through a key path, each comparison went through the runtime (most of

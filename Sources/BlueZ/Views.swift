@@ -90,6 +90,8 @@ public struct GattService: Hashable, Sendable {
     public var uuid: String
     public var device: ObjectPath
     public var primary: Bool
+    /// Its attribute handle on the peer (the service declaration's), if BlueZ says.
+    public var handle: UInt16?
 
     init?(path: ObjectPath, _ p: ObjectTree.Properties) {
         guard let uuid = p["UUID"]?.string, let device = p["Device"]?.objectPath else { return nil }
@@ -97,6 +99,7 @@ public struct GattService: Hashable, Sendable {
         self.uuid = uuid.lowercased()
         self.device = device
         self.primary = p["Primary"]?.bool ?? true
+        self.handle = p["Handle"]?.integer.flatMap { UInt16(exactly: $0) }
     }
 }
 
@@ -114,9 +117,13 @@ public struct GattCharacteristic: Hashable, Sendable {
     /// Whether a client holds the notifications through AcquireNotify; nil
     /// when BlueZ does not offer AcquireNotify for this characteristic.
     public var notifyAcquired: Bool?
+    /// The characteristic declaration's attribute handle on the peer, if
+    /// BlueZ says; its value's handle is the next one.
+    public var handle: UInt16?
 
     init?(path: ObjectPath, _ p: ObjectTree.Properties) {
         guard let uuid = p["UUID"]?.string, let service = p["Service"]?.objectPath else { return nil }
+        self.handle = p["Handle"]?.integer.flatMap { UInt16(exactly: $0) }
         self.path = path
         self.uuid = uuid.lowercased()
         self.service = service
@@ -129,4 +136,21 @@ public struct GattCharacteristic: Hashable, Sendable {
 
     public var canRead: Bool { flags.contains("read") }
     public var canNotify: Bool { flags.contains("notify") || flags.contains("indicate") }
+}
+
+/// org.bluez.GattDescriptor1
+public struct GattDescriptor: Hashable, Sendable {
+    public var path: ObjectPath
+    public var uuid: String
+    public var characteristic: ObjectPath
+    /// Its attribute handle on the peer, if BlueZ says.
+    public var handle: UInt16?
+
+    init?(path: ObjectPath, _ p: ObjectTree.Properties) {
+        guard let uuid = p["UUID"]?.string, let characteristic = p["Characteristic"]?.objectPath else { return nil }
+        self.path = path
+        self.uuid = uuid.lowercased()
+        self.characteristic = characteristic
+        self.handle = p["Handle"]?.integer.flatMap { UInt16(exactly: $0) }
+    }
 }

@@ -1,0 +1,158 @@
+import Bird
+import BlueZ
+import SwiftProtobuf
+import Testing
+
+@testable import Proxy
+
+@Suite("Home Assistant's links through the proxy, through events")
+struct ProxiedLinksTests {
+    static let sensor: BluetoothAddress = "C0:FF:EE:00:00:01"
+    static let other: BluetoothAddress = "C0:FF:EE:00:00:02"
+
+    static func connect(_ address: BluetoothAddress, _ type: BluetoothDeviceRequestType = .connectV3WithoutCache) -> BluetoothDeviceRequest {
+        var request = BluetoothDeviceRequest()
+        request.address = address.value
+        request.requestType = type
+        request.hasAddressType_p = true
+        request.addressType = 1
+        return request
+    }
+
+    /// The messages sent to `client`, decoded as `T`.
+    static func sent<T: ESPHomeMessage>(_ actions: [ProxiedLinks.Action], to client: ProxiedLinks.Client, as _: T.Type) throws -> [T] {
+        try actions.compactMap { action in
+            guard case .send(let to, let type, let payload) = action, to == client, type == T.messageType else { return nil }
+            return try T(serializedBytes: payload)
+        }
+    }
+
+    /// A link up for client 1.
+    static func linked() -> ProxiedLinks {
+        var links = ProxiedLinks()
+        _ = links.requested(1, connect(sensor), free: true)
+        _ = links.linked(sensor, mtu: 247)
+        return links
+    }
+
+    @Test func aConnectIsAnsweredOnceTheServicesAreResolved() throws {
+        var links = ProxiedLinks()
+        #expect(links.requested(1, Self.connect(Self.sensor), free: true) == [.connect(Self.sensor, randomAddress: true)])
+        #expect(links.linkCount == 1)
+        let answer = try Self.sent(links.linked(Self.sensor, mtu: 247), to: 1, as: BluetoothDeviceConnectionResponse.self)
+        #expect(answer.map(\.connected) == [true] && answer.first?.mtu == 247 && answer.first?.error == 0)
+        // Asked again: it is up.
+        #expect(try Self.sent(links.requested(1, Self.connect(Self.sensor), free: false), to: 1, as: BluetoothDeviceConnectionResponse.self)
+            .map(\.connected) == [true])
+    }
+
+    /// No slot: ESPHome's answer (not connected, no error), and nothing tried.
+    @Test func noSlotMeansNoAttempt() throws {
+        var links = ProxiedLinks()
+        let actions = links.requested(1, Self.connect(Self.sensor), free: false)
+        let answer = try Self.sent(actions, to: 1, as: BluetoothDeviceConnectionResponse.self)
+        #expect(answer.map(\.connected) == [false] && answer.first?.error == 0 && actions.count == 1)
+        #expect(links.linkCount == 0)
+    }
+
+    @Test func aFailedConnectSaysWhyAndFreesTheSlot() throws {
+        var links = ProxiedLinks()
+        _ = links.requested(1, Self.connect(Self.sensor), free: true)
+        let answer = try Self.sent(
+            links.unlinked(Self.sensor, failure: BlueZError(.failed, message: "le-connection-abort-by-local")), to: 1,
+            as: BluetoothDeviceConnectionResponse.self)
+        #expect(answer.map(\.connected) == [false] && answer.first?.error == 0x3E)
+        #expect(links.linkCount == 0)
+    }
+
+    /// A device is one client's: another is refused, and cannot undo it.
+    @Test func aLinkIsOneClients() throws {
+        var links = Self.linked()
+        let refused = try Self.sent(links.requested(2, Self.connect(Self.sensor), free: true), to: 2, as: BluetoothDeviceConnectionResponse.self)
+        #expect(refused.first?.connected == false && refused.first?.error == ProxiedLinks.linkedElsewhere)
+        let disconnect = Self.connect(Self.sensor, .disconnect)
+        #expect(!links.requested(2, disconnect, free: true).contains(.disconnect(Self.sensor)))
+        #expect(links.requested(1, disconnect, free: true) == [.disconnect(Self.sensor)])
+        let down = try Self.sent(links.unlinked(Self.sensor), to: 1, as: BluetoothDeviceConnectionResponse.self)
+        #expect(down.map(\.connected) == [false] && down.first?.error == 0)
+    }
+
+    @Test func aClientGoneTakesItsLinks() {
+        var links = Self.linked()
+        _ = links.requested(2, Self.connect(Self.other), free: true)
+        #expect(links.gone(1) == [.disconnect(Self.sensor)])
+        #expect(links.addresses == [Self.other])
+        // The link's end, reported later, is nobody's to be told.
+        #expect(links.unlinked(Self.sensor).isEmpty)
+    }
+
+    @Test func gattRequestsGoOnlyOnALinkUpOfTheClients() throws {
+        var links = Self.linked()
+        #expect(links.requested(1, Self.sensor.value, .read(handle: 42)) == [.perform(1, Self.sensor, .read(handle: 42))])
+        let notLinked = try Self.sent(links.requested(2, Self.sensor.value, .read(handle: 42)), to: 2, as: BluetoothGATTErrorResponse.self)
+        #expect(notLinked.first?.error == -1 && notLinked.first?.handle == 42)
+        let read = try Self.sent(
+            links.performed(1, Self.sensor, .read(handle: 42), .success(.bytes([57]))), to: 1, as: BluetoothGATTReadResponse.self)
+        #expect(read.first?.handle == 42 && read.first?.data == .init([57]))
+        _ = links.requested(1, Self.sensor.value, .write(handle: 42, data: [1], response: true))
+        let refused = try Self.sent(
+            links.performed(1, Self.sensor, .write(handle: 42, data: [1], response: true), .failure(BlueZError(.notPermitted))), to: 1,
+            as: BluetoothGATTErrorResponse.self)
+        #expect(refused.first?.error == 3)
+    }
+
+    /// A write without response is not answered; one with is.
+    @Test func writesAreAnsweredOnlyWhenAsked() throws {
+        var links = Self.linked()
+        #expect(links.performed(1, Self.sensor, .write(handle: 7, data: [], response: false), .success(.done)).isEmpty)
+        #expect(try Self.sent(links.performed(1, Self.sensor, .write(handle: 7, data: [], response: true), .success(.done)), to: 1,
+            as: BluetoothGATTWriteResponse.self).count == 1)
+    }
+
+    /// Services go one per message, then done.
+    @Test func servicesOnePerMessage() throws {
+        var links = Self.linked()
+        var first = BluetoothGATTService()
+        first.handle = 1
+        var second = BluetoothGATTService()
+        second.handle = 10
+        let actions = links.performed(1, Self.sensor, .services, .success(.services([first, second])))
+        #expect(try Self.sent(actions, to: 1, as: BluetoothGATTGetServicesResponse.self).map { $0.services.map(\.handle) } == [[1], [10]])
+        #expect(try Self.sent(actions, to: 1, as: BluetoothGATTGetServicesDoneResponse.self).count == 1)
+    }
+
+    @Test func pendingRequestsAreBounded() throws {
+        var links = Self.linked()
+        for n in 0..<ProxiedLinks.maximumPending {
+            #expect(links.requested(1, Self.sensor.value, .read(handle: UInt32(n))) == [.perform(1, Self.sensor, .read(handle: UInt32(n)))])
+        }
+        let over = try Self.sent(links.requested(1, Self.sensor.value, .read(handle: 99)), to: 1, as: BluetoothGATTErrorResponse.self)
+        #expect(over.first?.error == ProxiedLinks.busy)
+        _ = links.performed(1, Self.sensor, .read(handle: 0), .success(.bytes([])))
+        #expect(links.requested(1, Self.sensor.value, .read(handle: 99)) == [.perform(1, Self.sensor, .read(handle: 99))])
+    }
+
+    @Test func notificationsGoToTheLinksClient() throws {
+        let links = Self.linked()
+        let data = try Self.sent(links.notified(Self.sensor, handle: 42, [1, 2]), to: 1, as: BluetoothGATTNotifyDataResponse.self)
+        #expect(data.first?.handle == 42 && data.first?.data == .init([1, 2]))
+        #expect(links.notified(Self.other, handle: 42, [1]).isEmpty)
+    }
+
+    /// Slots are told to who asked, at once and at each change only.
+    @Test func slotsAreToldWhenTheyChange() throws {
+        var links = ProxiedLinks()
+        let first = try Self.sent(links.slotsWanted(by: 1, free: 2, limit: 3), to: 1, as: BluetoothConnectionsFreeResponse.self)
+        #expect(first.map { [$0.free, $0.limit] } == [[2, 3]])
+        #expect(try Self.sent(links.slots(free: 1, limit: 3), to: 1, as: BluetoothConnectionsFreeResponse.self).map(\.free) == [1])
+        #expect(links.slots(free: 1, limit: 3).isEmpty)
+        _ = links.gone(1)
+        #expect(links.slots(free: 0, limit: 3).isEmpty)
+    }
+
+    @Test func pairingIsNotOffered() throws {
+        var links = Self.linked()
+        let answer = try Self.sent(links.requested(1, Self.connect(Self.sensor, .pair), free: true), to: 1, as: BluetoothDeviceConnectionResponse.self)
+        #expect(answer.first?.error == ProxiedLinks.notSupported)
+    }
+}
