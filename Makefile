@@ -64,8 +64,10 @@ VM_PLATFORMS ?= trixie bookworm
 VM_PLATFORM ?= trixie
 
 # The Home Assistant tier: Home Assistant Core in a venv pinned by
-# fixtures/ha/requirements.txt (made again when that file changes).
-HA_PACKAGES := python3-venv
+# fixtures/ha/requirements.txt (made again when that file changes). Three of the
+# ESPHome integration's packages build C extensions at install (netifaces,
+# cached_ipaddress, chacha20poly1305-reuseable): gcc and Python's headers.
+HA_PACKAGES := python3-venv python3-dev gcc
 HA_VENV := .build/ha/venv
 # Home Assistant's ESPHome client library (aioesphomeapi, its pin), for the proxy's tests.
 PROXY_VENV := .build/proxy-venv
