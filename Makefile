@@ -64,8 +64,10 @@ VM_PLATFORMS ?= trixie bookworm
 VM_PLATFORM ?= trixie
 
 # The Home Assistant tier: Home Assistant Core in a venv pinned by
-# fixtures/ha/requirements.txt (made again when that file changes).
-HA_PACKAGES := python3-venv
+# fixtures/ha/requirements.txt (made again when that file changes). Three of the
+# ESPHome integration's packages build C extensions at install (netifaces,
+# cached_ipaddress, chacha20poly1305-reuseable): gcc and Python's headers.
+HA_PACKAGES := python3-venv python3-dev gcc
 HA_VENV := .build/ha/venv
 # Home Assistant's ESPHome client library (aioesphomeapi, its pin), for the proxy's tests.
 PROXY_VENV := .build/proxy-venv
@@ -337,11 +339,13 @@ fuzz-regress: fuzz-build
 	  echo "fuzz-regress: $$t: $$(wc -w <<< "$$inputs") kept inputs pass"; \
 	done
 
-# birdctl's MQTT gateway as Home Assistant's users see it: the release build
-# against a real mosquitto and Home Assistant Core 2024.3.3, through Home
-# Assistant's REST and websocket API (fixtures/ha/check_ha.py; docs/testing.md).
+# birdctl's MQTT gateway and Bluetooth proxy as Home Assistant's users see
+# them: the release build against a real mosquitto and Home Assistant Core
+# 2024.3.3, through Home Assistant's REST and websocket API
+# (fixtures/ha/check_ha.py, fixtures/ha/check_proxy.py; docs/testing.md).
 test-ha: deps-ha release
 	fixtures/in-own-session.sh $(HA_VENV)/bin/python fixtures/ha/check_ha.py $(RELEASE) .build/ha/run
+	fixtures/in-own-session.sh $(HA_VENV)/bin/python fixtures/ha/check_proxy.py $(RELEASE) .build/ha/proxy-run
 
 # Boots a VM with real bluetoothd and emulated controllers and shows birdctl
 # scan and watch of a simulated bird (about a minute after the install).
