@@ -13,10 +13,8 @@ extension BirdFleet {
         // Several adapters: through the one the pool chooses now.
         if pool != nil, pool?.heard[address]?[AdapterPool.adapter(of: heard.device)] == nil { pool?.heard(heard) }
         let sighting = chosenSighting(address) ?? heard
-        let id = add(perBird(sighting.address))
-        byAddress[address] = id
+        let id = machines.add(BirdCentral(perBird(sighting.address)), for: address, seen: sighting)
         lastHeard[id] = tick
-        sightings[id] = sighting
         // One event: the machine is connecting by the time the line is looked at again.
         return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
             $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
@@ -50,7 +48,7 @@ extension BirdFleet {
         while outcome == nil, discovering, !waiting.isEmpty, !admitting {
             let sighting = waiting.removeFirst()
             let address = sighting.address
-            guard byAddress[address] == nil, declined[address] == nil, sharing?.granted.contains(address) ?? true else { continue }
+            guard machines.id(of: address) == nil, declined[address] == nil, sharing?.granted.contains(address) ?? true else { continue }
             actions += follow(sighting)
         }
         return actions

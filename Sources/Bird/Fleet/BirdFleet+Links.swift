@@ -4,14 +4,15 @@ import DBus
 /// `watch --all` and the adapter's links: the fleet's side of `LinkScheduler`.
 extension BirdFleet {
     /// Birds held (not polled) by the machines.
-    var heldBirds: Int { machines.count { $0.central.configuration.pollInterval == nil } }
+    var heldBirds: Int { machines.heldBirds }
 
     /// Links up (or still going down), and those being made: machines
     /// connecting, but not those whose Connect still waits at the gate.
-    public var linksUp: Int {
-        linked.count + machines.count {
-            $0.central.isFinding && !linked.contains($0.central.currentDevice ?? "/") && !gate.isWaiting($0.id)
-        }
+    public var linksUp: Int { machines.linksUp(waiting: gate.isWaiting) }
+
+    /// The links up or being made on one adapter, and those up.
+    public func linksUp(on adapter: ObjectPath) -> (up: Int, linked: Int) {
+        machines.linksUp(on: adapter, waiting: gate.isWaiting)
     }
 
     /// A bird whose connection never came while the controller was at its
@@ -56,7 +57,7 @@ extension BirdFleet {
         var scheduler = scheduler
         var gate = gate
         let granted = gate.next { id, device in
-            fleet.central(id).map { $0.isFinding && $0.currentDevice == device } ?? false
+            fleet.machines.central(id).map { $0.isFinding && $0.currentDevice == device } ?? false
         } mayGo: { id, adapter in
             scheduler?.mayConnect(id, on: adapter, links: fleet.linksUp(on: adapter)) ?? true
         }
@@ -123,8 +124,8 @@ extension BirdFleet {
     /// Machine `id`'s bird, resting between polls, is held from now on: a
     /// held machine takes its place and connects at its turn.
     private mutating func holdFromNow(_ id: MachineID) -> [Action] {
-        guard let address = central(id)?.configuration.address,
-            let sighting = sightings[id]
+        guard let address = machines.central(id)?.configuration.address,
+            let sighting = machines.sightings[id]
         else { return [] }
         let replacement = replace(id, address: address, with: BirdCentral(perBird(address, polled: false)))
         let peripheral = BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
@@ -136,7 +137,7 @@ extension BirdFleet {
     /// nothing comes through the adapter any more, it is powered off and on
     /// (see `LinkScheduler.deadlinePassed`).
     mutating func adapterStuck(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
-        guard var scheduler, let device = central(id)?.currentDevice else { return [] }
+        guard var scheduler, let device = machines.central(id)?.currentDevice else { return [] }
         let path = AdapterPool.adapter(of: device)
         // A deadline on an adapter powered off (or gone) meanwhile says nothing of it.
         let usable = pool.map { $0.usable.contains { $0.path == path } } ?? (self.adapter?.path == path && self.adapter?.powered == true)
@@ -206,11 +207,10 @@ extension BirdFleet {
     /// Machine `id`'s bird is polled from now on: its link is undone and a
     /// polling machine takes its place (it connects when the bird is heard).
     private mutating func pollFromNow(_ id: MachineID) -> [Action] {
-        guard let index = index(of: id), let address = machines[index].central.configuration.address
+        guard var stopped = machines.central(id), let address = stopped.configuration.address,
+            let device = stopped.currentDevice
         else { return [] }
-        var stopped = machines[index].central
-        guard let device = stopped.currentDevice else { return [] }
-        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
+        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: machines.sightings[id]?.name)
         let undo = translate(stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }, from: id)
         let (polling, resting) = BirdCentral.polling(perBird(address, polled: true), peripheral)
         let replacement = replace(id, address: address, with: polling)
@@ -220,11 +220,10 @@ extension BirdFleet {
     /// Machine `id` makes way for `central`, another machine for the same
     /// bird: what the fleet and the pool heard of it is kept.
     private mutating func replace(_ id: MachineID, address: BluetoothAddress, with central: BirdCentral) -> MachineID {
-        let heard = (lastHeard[id], sightings[id])
+        let heard = (lastHeard[id], machines.sightings[id])
         drop(id, keepHeard: true)
-        let replacement = add(central)
-        byAddress[address] = replacement
-        (lastHeard[replacement], sightings[replacement]) = (heard.0 ?? tick, heard.1)
+        let replacement = machines.add(central, for: address, seen: heard.1)
+        lastHeard[replacement] = heard.0 ?? tick
         return replacement
     }
 }

@@ -27,7 +27,7 @@ extension BirdFleet {
                     actions += deviceDisconnected(device)
                 }
             }
-            linked = linked.filter { AdapterPool.adapter(of: $0) != adapter.path }
+            machines.linksGone(on: adapter.path)
         }
         if usable.isEmpty {
             guard everReady else { return actions + bluetoothReady(adapter: primary, requested: requested) }
@@ -56,10 +56,10 @@ extension BirdFleet {
     /// connecting or linked only those under its own device's adapter.
     mutating func pooledSighting(_ sighting: Sighting, of id: MachineID) -> [Action] {
         pool?.heard(sighting)
-        guard let central = central(id) else { return [] }
+        guard let central = machines.central(id) else { return [] }
         guard central.isScanning else {
             guard central.currentDevice == sighting.device else { return [] }
-            sightings[id] = sighting
+            machines.sighted(id, sighting)
             return on(id) { $0.deviceSighted(sighting) }
         }
         let address = sighting.address
@@ -75,11 +75,11 @@ extension BirdFleet {
 
     /// Machine `id` is given its bird's sighting under the adapter the pool chooses now.
     mutating func feed(_ id: MachineID) -> [Action] {
-        guard let address = central(id)?.configuration.address,
+        guard let address = machines.central(id)?.configuration.address,
             let chosen = chosenSighting(address)
         else { return [] }
         pool?.fed(address)
-        sightings[id] = chosen
+        machines.sighted(id, chosen)
         return on(id) { $0.deviceSighted(chosen) }
     }
 
@@ -100,13 +100,13 @@ extension BirdFleet {
         for (id, device, adapter) in gate.waiting.map({ ($0.id, $0.device, $0.adapter) }) {
             let other = { (device: ObjectPath) in AdapterPool.adapter(of: device) }
             guard linksUp(on: adapter).up >= scheduler?.limit(on: adapter) ?? Int.max,
-                let index = index(of: id),
+                let index = machines.index(of: id),
                 let address = machines[index].central.configuration.address,
                 let chosen = chosenSighting(address), chosen.device != device,
                 linksUp(on: other(chosen.device)).up < scheduler?.limit(on: other(chosen.device)) ?? Int.max,
-                machines[index].central.redirect(to: chosen.device)
+                machines.run(at: index, { $0.redirect(to: chosen.device) })
             else { continue }
-            sightings[id] = chosen
+            machines.sighted(id, chosen)
             gate.redirect(id, to: chosen.device)
         }
     }
@@ -117,7 +117,7 @@ extension BirdFleet {
         guard let due = pool?.toFeed, !due.isEmpty else { return [] }
         var actions: [Action] = []
         for address in due {
-            guard let id = byAddress[address], central(id)?.isScanning == true else { continue }
+            guard let id = machines.id(of: address), machines.central(id)?.isScanning == true else { continue }
             actions += feed(id)
         }
         return actions
@@ -151,8 +151,8 @@ extension BirdFleet {
     /// it follows is given the sighting of its best adapter.
     mutating func listened(_ address: BluetoothAddress) -> [Action] {
         guard listening.remove(address) != nil, outcome == nil else { return [] }
-        if let id = byAddress[address] {
-            return central(id)?.isScanning == true ? feed(id) : []
+        if let id = machines.id(of: address) {
+            return machines.central(id)?.isScanning == true ? feed(id) : []
         }
         guard discovering, let chosen = chosenSighting(address) else {
             pool?.forget(address)
@@ -164,17 +164,17 @@ extension BirdFleet {
     /// A connect through `device` succeeded for machine `id`: if its bird
     /// came to another adapter than its last link's, that is said.
     mutating func connectedThrough(_ device: ObjectPath, by id: MachineID) -> [Action] {
-        guard pool != nil, let address = central(id)?.configuration.address,
+        guard pool != nil, let address = machines.central(id)?.configuration.address,
             let reason = pool?.connected(address, device: device)
         else { return [] }
-        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
+        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: machines.sightings[id]?.name)
         return [.report(.adapter(peripheral, adapter: AdapterPool.adapterName(of: device), reason))]
     }
 
     /// `pool`: machine `id`'s connect deadline passed while `connectedDevices`
     /// were connected on its adapter: the pool learns whether it is wedged.
     mutating func poolDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath]) {
-        guard pool != nil, let central = central(id),
+        guard pool != nil, let central = machines.central(id),
             let device = central.currentDevice, let address = central.configuration.address
         else { return }
         let others = connectedDevices.count { $0 != device }
@@ -189,18 +189,6 @@ extension BirdFleet {
         case .connectTimeout, .connectFailed: return pool.hasAlternative(sighting.address)
         default: return false
         }
-    }
-
-    /// The links up or being made on one adapter, and those up. (Compared
-    /// by path prefix, nothing allocated: the gate asks while connects wait.)
-    public func linksUp(on adapter: ObjectPath) -> (up: Int, linked: Int) {
-        var here = 0
-        for device in linked where device.isDescendant(of: adapter) { here += 1 }
-        let making = machines.count {
-            guard $0.central.isFinding, let device = $0.central.currentDevice else { return false }
-            return !linked.contains(device) && device.isDescendant(of: adapter) && !gate.isWaiting($0.id)
-        }
-        return (here + making, here)
     }
 
     /// The links of every adapter the fleet uses, if each one's limit is known.

@@ -30,12 +30,9 @@ public struct BirdFleet: Sendable {
     /// (its machine dropped, reported as `forgotten`), and one that asked for
     /// pairing without being named is ignored for this long. Nil: never.
     public let forgetAfter: Duration?
-    /// The machines, in the order they were started (few: one per Bird in
-    /// range), so in the order of their ids: each is appended with the next
-    /// id, and removals keep the order (`index(of:)` relies on it).
-    var machines: [(id: MachineID, central: BirdCentral)] = []
-    /// `all`: each machine's bird, and when it was last heard (in ticks).
-    var byAddress: [BluetoothAddress: MachineID] = [:]
+    /// The machines, what is kept of each, and the links they made.
+    var machines = FleetMachines()
+    /// `all`: when each machine's bird was last heard (in ticks).
     var lastHeard: [MachineID: Int] = [:]
     /// `all`: birds that asked for pairing without being named, and the tick
     /// they did: not connected to again until forgotten (a stranger would
@@ -44,23 +41,12 @@ public struct BirdFleet: Sendable {
     var tick = 0
     /// `all`: birds heard while another was being connected to, in the order heard.
     var waiting: [Sighting] = []
-    /// `all`: the last sighting of each machine's bird.
-    var sightings: [MachineID: Sighting] = [:]
-    /// `all`: the machine each notifying characteristic was last found to belong to (see `owner(of:)`).
-    var notifiers: [ObjectPath: MachineID] = [:]
-    /// `all`: devices with a link up, from Connect's success to Connected
-    /// turning false — also while a link we undo is still going down
-    /// (bluetoothd holds a Disconnect for 2 s): the scheduler counts them.
-    var linked: Set<ObjectPath> = []
-    var nextID: MachineID = 0
     var adapter: AdapterChoice?
     var outcome: CommandOutcome?
     /// `--all`: discovery is on for the fleet; `everReady`: it was at least once.
     var discovering = false
     var everReady = false
     var readings = 0
-    /// Machines whose first scan looked in BlueZ's cache.
-    var lookedUp: Set<MachineID> = []
 
     /// Connection attempts, one out at a time.
     var gate = ConnectGate()
@@ -85,7 +71,7 @@ public struct BirdFleet: Sendable {
         self.configuration = configuration
         self.all = all
         self.forgetAfter = all ? forgetAfter : nil
-        if all { scheduler = LinkScheduler(links, seed: seed) } else { add(configuration) }
+        if all { scheduler = LinkScheduler(links, seed: seed) } else { _ = machines.add(BirdCentral(configuration)) }
         if all && shared { sharing = Sharing() }
         if all && pooled { pool = AdapterPool() }
         if all, let discoveryWatchdog { watchdog = DiscoveryWatchdog(window: discoveryWatchdog) }
@@ -99,10 +85,10 @@ public struct BirdFleet: Sendable {
     public var isFinished: Bool { outcome != nil }
 
     /// Whether machine `id` is still running (it has not finished or been dropped).
-    public func runs(_ id: MachineID) -> Bool { outcome == nil && index(of: id) != nil }
+    public func runs(_ id: MachineID) -> Bool { outcome == nil && machines.index(of: id) != nil }
 
     /// The device machine `id` is connected (or connecting) to.
-    public func machineDevice(_ id: MachineID) -> ObjectPath? { central(id)?.currentDevice }
+    public func machineDevice(_ id: MachineID) -> ObjectPath? { machines.central(id)?.currentDevice }
 
     /// The devices the machines are connected (or connecting) to.
     public var currentDevices: [ObjectPath] { machines.compactMap(\.central.currentDevice) }
@@ -151,7 +137,7 @@ public struct BirdFleet: Sendable {
         self.adapter = adapter
         discovering = false
         waiting.removeAll()
-        linked.removeAll()
+        machines.linksGone(on: nil)
     }
 
     /// The adapter cannot be used (a power-on was refused): the command ends.
@@ -194,10 +180,10 @@ public struct BirdFleet: Sendable {
         if live, watchdog != nil, sighting.rssi != nil { watchdog!.heard(on: AdapterPool.adapter(of: sighting.device)) }
         guard sighting.isHeard(atLeast: configuration.minimumRSSI) else { return [] }
         let address = sighting.address
-        if let id = byAddress[address] {
+        if let id = machines.id(of: address) {
             lastHeard[id] = tick
             guard pool != nil else {
-                sightings[id] = sighting
+                machines.sighted(id, sighting)
                 return on(id) { $0.deviceSighted(sighting) }
             }
             return pooledSighting(sighting, of: id)
@@ -248,12 +234,12 @@ public struct BirdFleet: Sendable {
     }
 
     private mutating func linkEnded(_ device: ObjectPath) {
-        if scheduler != nil { linked.remove(device) }
+        if scheduler != nil { machines.linkDown(device) }
         gate.linkEnded(device)
     }
 
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
-        if scheduler != nil, currentDevices.contains(device) { linked.insert(device) }
+        if scheduler != nil, currentDevices.contains(device) { machines.linkUp(device) }
         return everyMachine { $0.servicesResolved(device: device, characteristics: characteristics) }
     }
 
@@ -287,14 +273,10 @@ public struct BirdFleet: Sendable {
     /// followed (`LinkPolicy.rememberedBirds`), the link that run left up,
     /// adopted as ours. A bird's first Connect ends its chance of adoption.
     public mutating func connectSent(_ device: ObjectPath, whileConnected connected: Bool) -> [Action] {
-        let address = address(of: device)
+        let address = machines.address(of: device)
         let adopted = address.map { scheduler?.adopts($0) == true } ?? false
         if connected && !adopted { gate.sentWhileConnected(device) }
         return []
-    }
-
-    private func address(of device: ObjectPath) -> BluetoothAddress? {
-        sightings.values.first(where: { $0.device == device })?.address
     }
 
     /// The Connect of machine `id` was answered. A reply to an attempt
@@ -306,8 +288,8 @@ public struct BirdFleet: Sendable {
             return afterEvent([])
         }
         var moved: [Action] = []
-        if scheduler != nil, case .success = result, let device = central(id)?.currentDevice {
-            linked.insert(device)
+        if scheduler != nil, case .success = result, let device = machines.central(id)?.currentDevice {
+            machines.linkUp(device)
             moved = connectedPastLimit(id, device) + connectedThrough(device, by: id)
         }
         scheduler?.attemptEnded(id)
