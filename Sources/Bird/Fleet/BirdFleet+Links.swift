@@ -22,8 +22,8 @@ extension BirdFleet {
     mutating func tryAgainLater(_ sighting: Sighting?, after failure: CommandFailure) {
         // Several adapters: another may take it (see `triesAnotherAdapter`).
         if case .connectTimeoutWithLinksUp = failure {} else if !triesAnotherAdapter(sighting, after: failure) { return }
-        guard let sighting, waiting.count < Self.waitingLimit else { return }
-        waiting.append(sighting)
+        guard let sighting else { return }
+        waiting.again(sighting)
     }
 
     /// After each event: the next bird in line gets a machine, and the next
@@ -220,10 +220,10 @@ extension BirdFleet {
     /// Machine `id` makes way for `central`, another machine for the same
     /// bird: what the fleet and the pool heard of it is kept.
     private mutating func replace(_ id: MachineID, address: BluetoothAddress, with central: BirdCentral) -> MachineID {
-        let heard = (lastHeard[id], machines.sightings[id])
+        let heard = (forgetting?.lastHeard[id], machines.sightings[id])
         drop(id, keepHeard: true)
         let replacement = machines.add(central, for: address, seen: heard.1)
-        lastHeard[replacement] = heard.0 ?? tick
+        forgetting?.heard(replacement, at: heard.0)
         return replacement
     }
 }

@@ -13,7 +13,7 @@ extension BirdFleet {
             pool?.forget(address, keepHeard: keepHeard)
         }
         machines.drop(id)
-        lastHeard[id] = nil
+        forgetting?.forget(id)
     }
 
     /// Runs an event on one machine; its actions, translated.
@@ -98,9 +98,7 @@ extension BirdFleet {
                     actions.append(.report(.disconnected(bird)))
                 }
                 if case .failed(let failure) = result {
-                    if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
-                        declined[bird.address] = tick
-                    }
+                    if case .pairingNotNamed(let bird, _) = failure { forgetting?.decline(bird.address) }
                     actions.append(.report(.gaveUp(failure, bird: bird)))
                     // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
                     if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
@@ -140,7 +138,7 @@ extension BirdFleet {
         }
         machines.removeAll()
         waiting.removeAll()
-        lastHeard.removeAll()
+        forgetting?.forgetMachines()
         outcome = result
         return actions + [.stopScanning, .finish(result)]
     }

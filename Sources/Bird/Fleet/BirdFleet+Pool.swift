@@ -64,10 +64,10 @@ extension BirdFleet {
         }
         let address = sighting.address
         if pool?.heardByAll(address) == true {
-            listening.remove(address)
+            pool?.stopListening(address)
             return feed(id)
         }
-        guard listening.insert(address).inserted else { return [] }
+        guard pool?.listen(address) == true else { return [] }
         return [.armTimer(.listen(address), listeningWindow)]
     }
 
@@ -128,29 +128,28 @@ extension BirdFleet {
     /// one is chosen (with one usable adapter there is nothing to compare).
     mutating func listen(_ sighting: Sighting) -> [Action] {
         let address = sighting.address
-        if listening.contains(address) {
+        if pool?.listening.contains(address) == true {
             pool?.heard(sighting)
             // Every adapter heard it: nothing more to wait for.
             guard pool?.heardByAll(address) == true, let chosen = chosenSighting(address) else { return [] }
-            listening.remove(address)
+            pool?.stopListening(address)
             return admit(chosen)
         }
-        if let index = waiting.firstIndex(where: { $0.address == address }) {
+        if waiting.update(sighting) {
             pool?.heard(sighting)
-            waiting[index] = sighting
             return []
         }
         guard let pool, pool.usable.count > 1 else { return admit(sighting) }
-        guard listening.count < Self.waitingLimit else { return [] }
+        guard pool.listening.count < Self.waitingLimit else { return [] }
         self.pool?.heard(sighting)
-        listening.insert(address)
+        _ = self.pool?.listen(address)
         return [.armTimer(.listen(address), listeningWindow)]
     }
 
     /// The listening window ended: a bird new to the fleet is admitted, one
     /// it follows is given the sighting of its best adapter.
     mutating func listened(_ address: BluetoothAddress) -> [Action] {
-        guard listening.remove(address) != nil, outcome == nil else { return [] }
+        guard pool?.stopListening(address) == true, outcome == nil else { return [] }
         if let id = machines.id(of: address) {
             return machines.central(id)?.isScanning == true ? feed(id) : []
         }

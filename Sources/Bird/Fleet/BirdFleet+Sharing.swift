@@ -40,7 +40,7 @@ extension BirdFleet {
     public mutating func release(_ address: BluetoothAddress) -> [Action] {
         guard outcome == nil, sharing != nil else { return [] }
         sharing?.granted.remove(address)
-        waiting.removeAll { $0.address == address }
+        waiting.remove(address)
         guard let id = machines.id(of: address), var stopped = machines.central(id) else { return [] }
         let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }
         let sighting = machines.sightings[id]

@@ -29,18 +29,13 @@ public struct BirdFleet: Sendable {
     /// `all`: a bird neither heard nor connected for this long is forgotten
     /// (its machine dropped, reported as `forgotten`), and one that asked for
     /// pairing without being named is ignored for this long. Nil: never.
-    public let forgetAfter: Duration?
+    public var forgetAfter: Duration? { forgetting?.after }
     /// The machines, what is kept of each, and the links they made.
     var machines = FleetMachines()
-    /// `all`: when each machine's bird was last heard (in ticks).
-    var lastHeard: [MachineID: Int] = [:]
-    /// `all`: birds that asked for pairing without being named, and the tick
-    /// they did: not connected to again until forgotten (a stranger would
-    /// otherwise be connected to, and refused, every time it is heard).
-    var declined: [BluetoothAddress: Int] = [:]
-    var tick = 0
-    /// `all`: birds heard while another was being connected to, in the order heard.
-    var waiting: [Sighting] = []
+    /// `all` with `forgetAfter`: when birds were last heard, and strangers declined.
+    var forgetting: Forgetting?
+    /// `all`: birds heard while another was being connected to.
+    var waiting = WaitingLine()
     var adapter: AdapterChoice?
     var outcome: CommandOutcome?
     /// `--all`: discovery is on for the fleet; `everReady`: it was at least once.
@@ -56,8 +51,6 @@ public struct BirdFleet: Sendable {
     var sharing: Sharing?
     /// `all` with several adapters (`pooled`): through which adapter each bird is connected.
     var pool: AdapterPool?
-    /// `pool`: birds new to the fleet being listened to by every adapter (see `Timer.listen`).
-    var listening: Set<BluetoothAddress> = []
     /// `all`: restarts discovery that hears nothing (nil: off).
     var watchdog: DiscoveryWatchdog?
 
@@ -70,7 +63,7 @@ public struct BirdFleet: Sendable {
     ) {
         self.configuration = configuration
         self.all = all
-        self.forgetAfter = all ? forgetAfter : nil
+        if all, let forgetAfter { forgetting = Forgetting(after: forgetAfter) }
         if all { scheduler = LinkScheduler(links, seed: seed) } else { _ = machines.add(BirdCentral(configuration)) }
         if all && shared { sharing = Sharing() }
         if all && pooled { pool = AdapterPool() }
@@ -79,7 +72,7 @@ public struct BirdFleet: Sendable {
 
     /// How many birds the fleet holds state for (machines, declined and waiting birds).
     public var birdsRemembered: Int {
-        machines.count + declined.count + waiting.count + (sharing?.heard.count ?? 0) + (pool?.heard.count ?? 0)
+        machines.count + (forgetting?.declined.count ?? 0) + waiting.count + (sharing?.heard.count ?? 0) + (pool?.heard.count ?? 0)
     }
 
     public var isFinished: Bool { outcome != nil }
@@ -112,8 +105,7 @@ public struct BirdFleet: Sendable {
         gate.bluetoothGone()
         adapterLost(nil)
         // Several adapters: none is left; they are told again when bluetoothd is back.
-        _ = pool?.update([])
-        listening.removeAll()
+        pool?.bluetoothGone()
         let actions = everyMachine { $0.bluetoothUnavailable(error) }
         if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
         return actions
@@ -158,7 +150,7 @@ public struct BirdFleet: Sendable {
         if !everReady {
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
-            if let forgetAfter { actions.append(.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)) }
+            if let forgetting { actions.append(.armTimer(.forgetTick, forgetting.interval)) }
             actions += firstDiscoveryWindow
         }
         everReady = true
@@ -181,38 +173,24 @@ public struct BirdFleet: Sendable {
         guard sighting.isHeard(atLeast: configuration.minimumRSSI) else { return [] }
         let address = sighting.address
         if let id = machines.id(of: address) {
-            lastHeard[id] = tick
+            forgetting?.heard(id)
             guard pool != nil else {
                 machines.sighted(id, sighting)
                 return on(id) { $0.deviceSighted(sighting) }
             }
             return pooledSighting(sighting, of: id)
         }
-        guard discovering, declined[address] == nil, mayFollow(sighting, address: address) else { return [] }
+        guard discovering, forgetting?.isDeclined(address) != true, mayFollow(sighting, address: address) else { return [] }
         if pool != nil { return listen(sighting) }
         return admit(sighting)
     }
 
     /// `all`: a Bird new to the fleet, to follow now or after the one being connected to.
     mutating func admit(_ sighting: Sighting) -> [Action] {
-        let address = sighting.address
         // One new bird at a time: a machine is made for a bird when the one
-        // before it has a link or gave up. Birds heard meanwhile wait in a
-        // short line (the last sighting of each); past its end they are not
-        // remembered (they will be heard again), so a crowd of strangers
-        // advertising the Bird Service costs a few entries, not a machine each.
-        // A bird BlueZ holds connected already (an earlier run's link)
-        // goes first: adopted, its link counts before a new one is tried.
-        if admitting {
-            if let index = waiting.firstIndex(where: { $0.address == address }) {
-                waiting.remove(at: index)
-                waiting.insert(sighting, at: sighting.connected ? 0 : index)
-            } else if sighting.connected {
-                waiting.insert(sighting, at: 0)
-                if waiting.count > Self.waitingLimit { waiting.removeLast() }
-            } else if waiting.count < Self.waitingLimit {
-                waiting.append(sighting)
-            }
+        // before it has a link or gave up. Birds heard meanwhile wait in line.
+        guard !admitting else {
+            waiting.heard(sighting)
             return []
         }
         return follow(sighting)
