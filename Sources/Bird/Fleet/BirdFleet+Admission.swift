@@ -16,7 +16,7 @@ extension BirdFleet {
         let id = machines.add(BirdCentral(perBird(sighting.address)), for: address, seen: sighting)
         forgetting?.heard(id)
         // One event: the machine is connecting by the time the line is looked at again.
-        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
+        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter = bluetooth.adapter] in
             $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
         }
     }
@@ -45,7 +45,7 @@ extension BirdFleet {
     /// `all`: once no new bird is being connected to, the next bird waiting gets one.
     mutating func admitWaiting() -> [Action] {
         var actions: [Action] = []
-        while outcome == nil, discovering, !waiting.isEmpty, !admitting {
+        while outcome == nil, bluetooth.discovering, !waiting.isEmpty, !admitting {
             guard let sighting = waiting.next() else { break }
             let address = sighting.address
             guard machines.id(of: address) == nil, forgetting?.isDeclined(address) != true, sharing?.granted.contains(address) ?? true else { continue }

@@ -39,7 +39,7 @@ extension BirdFleet {
         if let pool, let path = machineDevice(id)?.parent, pool.members.contains(where: { $0.adapter.path == path }) {
             return path
         }
-        return adapter?.path
+        return bluetooth.adapter?.path
     }
 
     /// The adapter's link limit if known, and whether it was learned (not given).
@@ -130,7 +130,7 @@ extension BirdFleet {
         let replacement = replace(id, address: address, with: BirdCentral(perBird(address, polled: false)))
         let peripheral = BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
         return [.report(.held(peripheral))]
-            + on(replacement) { [adapter] in $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting) }
+            + on(replacement) { [adapter = bluetooth.adapter] in $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting) }
     }
 
     /// Machine `id`'s connect deadline passed on `adapter` (by name): if
@@ -140,8 +140,7 @@ extension BirdFleet {
         guard var scheduler, let device = machines.central(id)?.currentDevice else { return [] }
         let path = AdapterPool.adapter(of: device)
         // A deadline on an adapter powered off (or gone) meanwhile says nothing of it.
-        let usable = pool.map { $0.usable.contains { $0.path == path } } ?? (self.adapter?.path == path && self.adapter?.powered == true)
-        guard usable else { return [] }
+        guard usableAdapters.contains(where: { $0.path == path }) else { return [] }
         let stuck = scheduler.deadlinePassed(id, links: connectedDevices.count { $0 != device }, on: path)
         self.scheduler = scheduler
         guard stuck else { return [] }
@@ -167,11 +166,10 @@ extension BirdFleet {
         } + [.armTimer(.limitRecheck, LinkScheduler.limitRecheck)]
     }
 
-    /// The limit the user gave, said once Bluetooth is ready.
-    var givenLimit: [Action] {
+    /// The limit the user gave, said for each of `adapters` (with several,
+    /// it applies to each) once Bluetooth is ready.
+    func givenLimit(_ adapters: [AdapterChoice]) -> [Action] {
         guard let scheduler, let limit = scheduler.policy.links else { return [] }
-        // Several adapters: the limit applies to each, said for each.
-        let adapters = pool?.usable ?? (adapter.map { [$0] } ?? [])
         return adapters.map { .report(.links(adapter: $0.name, used: linksUp(on: $0.path).up, limit: limit, learned: false)) }
     }
 

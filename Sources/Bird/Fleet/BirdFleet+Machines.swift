@@ -104,7 +104,7 @@ extension BirdFleet {
                     if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
                     if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
                         // Links that went down since the Connect was sent were up when the controller refused it.
-                        let path = sighting.map { AdapterPool.adapter(of: $0.device) } ?? self.adapter?.path ?? "/"
+                        let path = sighting.map { AdapterPool.adapter(of: $0.device) } ?? bluetooth.adapter?.path ?? "/"
                         actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter, path: path)
                     }
                     tryAgainLater(sighting, after: failure)

@@ -21,7 +21,7 @@ extension BirdFleet {
         // Connected=false may come after this, or never for a removed one).
         for adapter in lost {
             // Removed (not only powered off): another controller may come under its name.
-            if !adapters.contains(where: { $0.path == adapter.path }) { watchdog?.forget(adapter.path) }
+            if !adapters.contains(where: { $0.path == adapter.path }) { bluetooth.removed(adapter.path) }
             for (id, central) in machines {
                 if let device = central.currentDevice, AdapterPool.adapter(of: device) == adapter.path, runs(id) {
                     actions += deviceDisconnected(device)
@@ -30,15 +30,15 @@ extension BirdFleet {
             machines.linksGone(on: adapter.path)
         }
         if usable.isEmpty {
-            guard everReady else { return actions + bluetoothReady(adapter: primary, requested: requested) }
+            guard bluetooth.everReady else { return actions + bluetoothReady(adapter: primary, requested: requested) }
             guard !before.isEmpty else { return actions }
             if let primary { return actions + adapterPoweredOff(primary) }
             return actions + adapterRemoved(name: lost.first?.name ?? "")
         }
         if before.isEmpty { return actions + bluetoothReady(adapter: primary, requested: requested) + feedHandOvers() }
-        adapter = primary
+        bluetooth.adapter = primary
         let added = usable.filter { !before.contains($0.path) }
-        if discovering && !added.isEmpty {
+        if bluetooth.discovering && !added.isEmpty {
             // Discovery on the adapters that came, and their given limit said.
             actions.append(.startScanning(nil, lookUpKnown: nil))
             // As after any adapter's return: the next attempt waits a random gap.
@@ -153,7 +153,7 @@ extension BirdFleet {
         if let id = machines.id(of: address) {
             return machines.central(id)?.isScanning == true ? feed(id) : []
         }
-        guard discovering, let chosen = chosenSighting(address) else {
+        guard bluetooth.discovering, let chosen = chosenSighting(address) else {
             pool?.forget(address)
             return []
         }
@@ -193,7 +193,7 @@ extension BirdFleet {
     /// The links of every adapter the fleet uses, if each one's limit is known.
     var knownLinks: Int? {
         guard let scheduler else { return nil }
-        let paths = pool.map { $0.usable.map(\.path) } ?? [adapter?.path ?? "/"]
+        let paths = pool.map { $0.usable.map(\.path) } ?? [bluetooth.adapter?.path ?? "/"]
         var total = 0
         for path in paths {
             guard let limit = scheduler.limit(on: path) else { return nil }

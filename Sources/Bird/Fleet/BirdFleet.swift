@@ -36,11 +36,9 @@ public struct BirdFleet: Sendable {
     var forgetting: Forgetting?
     /// `all`: birds heard while another was being connected to.
     var waiting = WaitingLine()
-    var adapter: AdapterChoice?
+    /// The adapter chosen, and with `all` the fleet's discovery and its watchdog.
+    var bluetooth: FleetBluetooth
     var outcome: CommandOutcome?
-    /// `--all`: discovery is on for the fleet; `everReady`: it was at least once.
-    var discovering = false
-    var everReady = false
     var readings = 0
 
     /// Connection attempts, one out at a time.
@@ -51,8 +49,6 @@ public struct BirdFleet: Sendable {
     var sharing: Sharing?
     /// `all` with several adapters (`pooled`): through which adapter each bird is connected.
     var pool: AdapterPool?
-    /// `all`: restarts discovery that hears nothing (nil: off).
-    var watchdog: DiscoveryWatchdog?
 
     /// `seed`: for the random part of the gaps between connection attempts;
     /// `discoveryWatchdog`: the window of `DiscoveryWatchdog` (nil: none).
@@ -67,7 +63,7 @@ public struct BirdFleet: Sendable {
         if all { scheduler = LinkScheduler(links, seed: seed) } else { _ = machines.add(BirdCentral(configuration)) }
         if all && shared { sharing = Sharing() }
         if all && pooled { pool = AdapterPool() }
-        if all, let discoveryWatchdog { watchdog = DiscoveryWatchdog(window: discoveryWatchdog) }
+        bluetooth = FleetBluetooth(watchdog: all ? discoveryWatchdog : nil)
     }
 
     /// How many birds the fleet holds state for (machines, declined and waiting birds).
@@ -92,22 +88,23 @@ public struct BirdFleet: Sendable {
     /// is the chosen one, nil if none (or none named `requested`).
     public mutating func bluetoothReady(adapter: AdapterChoice?, requested: String?) -> [Action] {
         guard outcome == nil else { return [] }
-        self.adapter = adapter
+        bluetooth.adapter = adapter
         var actions = all ? readyToDiscover(requested: requested) : []
         actions += everyMachine { $0.bluetoothReady(adapter: adapter, requested: requested) }
         return actions
     }
 
+    /// bluetoothd went, with every adapter and link, and the Connect out
+    /// (the bus answers it with NoReply); the pool's adapters are told again
+    /// when it is back.
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard outcome == nil else { return [] }
-        scheduler?.bluetoothGone()
-        watchdog?.forget()
-        gate.bluetoothGone()
         adapterLost(nil)
-        // Several adapters: none is left; they are told again when bluetoothd is back.
+        scheduler?.bluetoothGone()
+        gate.bluetoothGone()
         pool?.bluetoothGone()
         let actions = everyMachine { $0.bluetoothUnavailable(error) }
-        if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
+        if all && !bluetooth.everReady { return actions + finishAll(.failed(.unavailable(error))) }
         return actions
     }
 
@@ -117,17 +114,15 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func adapterRemoved(name: String) -> [Action] {
-        watchdog?.forget()
         adapterLost(nil)
         return everyMachine { $0.adapterRemoved(name: name) }
     }
 
     /// The adapter can no longer be used (`adapter`: as it is now, if still
-    /// there): discovery and every link went with it, and birds waiting for
-    /// a machine will be heard again.
+    /// there; nil: gone, see `FleetBluetooth.lost`): discovery and every link
+    /// went with it, and birds waiting for a machine will be heard again.
     private mutating func adapterLost(_ adapter: AdapterChoice?) {
-        self.adapter = adapter
-        discovering = false
+        bluetooth.lost(adapter)
         waiting.removeAll()
         machines.linksGone(on: nil)
     }
@@ -139,22 +134,20 @@ public struct BirdFleet: Sendable {
 
     /// `--all`: the adapter is usable (again): keep discovery on to hear every Bird.
     private mutating func readyToDiscover(requested: String?) -> [Action] {
-        guard let adapter, adapter.powered else {
-            if everReady { return [] }
-            return finishAll(.failed(adapter.map { .adapterOff($0.name) } ?? .noAdapter(requested)))
-        }
-        guard !discovering else { return [] }
-        discovering = true
-        var actions: [Action] = [.startScanning(nil, lookUpKnown: nil)]
-        actions += everReady ? linksRestarting() : givenLimit + recallLimits(pool?.usable ?? [adapter])
-        if !everReady {
+        let start: [Action] = [.startScanning(nil, lookUpKnown: nil)]
+        switch bluetooth.ready(requested: requested) {
+        case .failed(let failure): return finishAll(.failed(failure))
+        case .nothing: return []
+        case .discovery(first: false): return start + linksRestarting()
+        case .discovery(first: true):
+            let usable = usableAdapters
+            var actions = start + givenLimit(usable) + recallLimits(usable)
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
             if let forgetting { actions.append(.armTimer(.forgetTick, forgetting.interval)) }
-            actions += firstDiscoveryWindow
+            if let window = bluetooth.watchdog?.window { actions.append(.armTimer(.discoveryWatch, window)) }
+            return actions
         }
-        everReady = true
-        return actions
     }
 
     // MARK: Devices
@@ -168,8 +161,7 @@ public struct BirdFleet: Sendable {
         guard outcome == nil else { return [] }
         guard all else { return everyMachine { $0.deviceSighted(sighting) } }
         guard sighting.isBird else { return [] }
-        // An advertisement heard comes with its RSSI (BlueZ invalidates the RSSI as discovery stops: no sign).
-        if live, watchdog != nil, sighting.rssi != nil { watchdog!.heard(on: AdapterPool.adapter(of: sighting.device)) }
+        bluetooth.heard(sighting, live: live)
         guard sighting.isHeard(atLeast: configuration.minimumRSSI) else { return [] }
         let address = sighting.address
         if let id = machines.id(of: address) {
@@ -180,7 +172,7 @@ public struct BirdFleet: Sendable {
             }
             return pooledSighting(sighting, of: id)
         }
-        guard discovering, forgetting?.isDeclined(address) != true, mayFollow(sighting, address: address) else { return [] }
+        guard bluetooth.discovering, forgetting?.isDeclined(address) != true, mayFollow(sighting, address: address) else { return [] }
         if pool != nil { return listen(sighting) }
         return admit(sighting)
     }
