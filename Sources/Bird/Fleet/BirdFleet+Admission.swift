@@ -5,7 +5,7 @@ import DBus
 /// time, the others waiting in a short line.
 extension BirdFleet {
     /// How many birds heard while another is being connected to wait for their turn.
-    public static let waitingLimit = 64
+    public static let waitingLimit = WaitingLine.limit
 
     /// `all`: a machine for the bird heard, started at once.
     mutating func follow(_ heard: Sighting) -> [Action] {
@@ -13,12 +13,10 @@ extension BirdFleet {
         // Several adapters: through the one the pool chooses now.
         if pool != nil, pool?.heard[address]?[AdapterPool.adapter(of: heard.device)] == nil { pool?.heard(heard) }
         let sighting = chosenSighting(address) ?? heard
-        let id = add(perBird(sighting.address))
-        byAddress[address] = id
-        lastHeard[id] = tick
-        sightings[id] = sighting
+        let id = machines.add(BirdCentral(perBird(sighting.address)), for: address, seen: sighting)
+        forgetting?.heard(id)
         // One event: the machine is connecting by the time the line is looked at again.
-        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter] in
+        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter = bluetooth.adapter] in
             $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
         }
     }
@@ -47,10 +45,10 @@ extension BirdFleet {
     /// `all`: once no new bird is being connected to, the next bird waiting gets one.
     mutating func admitWaiting() -> [Action] {
         var actions: [Action] = []
-        while outcome == nil, discovering, !waiting.isEmpty, !admitting {
-            let sighting = waiting.removeFirst()
+        while outcome == nil, bluetooth.discovering, !waiting.isEmpty, !admitting {
+            guard let sighting = waiting.next() else { break }
             let address = sighting.address
-            guard byAddress[address] == nil, declined[address] == nil, sharing?.granted.contains(address) ?? true else { continue }
+            guard machines.id(of: address) == nil, forgetting?.isDeclined(address) != true, sharing?.granted.contains(address) ?? true else { continue }
             actions += follow(sighting)
         }
         return actions

@@ -4,21 +4,19 @@ import DBus
 /// `watch --all` and discovery that hears nothing: the fleet's side of
 /// `DiscoveryWatchdog`.
 extension BirdFleet {
-    /// The adapters whose discovery the fleet keeps on now.
-    var discoveringAdapters: [ObjectPath] {
-        guard discovering else { return [] }
-        if let pool { return pool.usable.map(\.path) }
-        return adapter.flatMap { $0.powered ? [$0.path] : nil } ?? []
+    /// The adapters the fleet uses now: the pool's usable ones, or the chosen adapter if powered.
+    var usableAdapters: [AdapterChoice] {
+        pool?.usable ?? bluetooth.adapter.flatMap { $0.powered ? [$0] : nil } ?? []
     }
 
     /// A window of the watchdog ended: each deaf adapter has its discovery
     /// restarted, or, stalled, its connected devices counted (answered by
     /// `deafAdapterChecked`). One being powered off and on already is left alone.
     mutating func discoveryWindowEnded() -> [Action] {
-        guard var watchdog, outcome == nil else { return [] }
-        let deaf = watchdog.windowEnded(
-            discovering: discoveringAdapters, lookingFor: machines.contains { $0.central.isScanning || $0.central.isFinding })
-        self.watchdog = watchdog
+        guard outcome == nil, let window = bluetooth.watchdog?.window,
+            let deaf = bluetooth.windowEnded(
+                usableAdapters.map(\.path), lookingFor: machines.contains { $0.central.isScanning || $0.central.isFinding })
+        else { return [] }
         var actions: [Action] = []
         for deafness in deaf where scheduler?.isResetting(deafness.adapter) != true {
             switch deafness.step {
@@ -28,7 +26,7 @@ extension BirdFleet {
                 actions.append(.checkDeafAdapter(deafness.adapter, silentFor: deafness.silentFor))
             }
         }
-        return actions + [.armTimer(.discoveryWatch, watchdog.window)]
+        return actions + [.armTimer(.discoveryWatch, window)]
     }
 
     /// A stalled adapter has `connected` devices connected on it (any
@@ -59,10 +57,5 @@ extension BirdFleet {
             .report(.discoveryDeaf(adapter: AdapterPool.name(ofAdapter: adapter), silentFor: silentFor, stalled: stalled, powerCycle: false)),
             .restartDiscovery(adapter),
         ]
-    }
-
-    /// The first window, when discovery first goes on.
-    var firstDiscoveryWindow: [Action] {
-        watchdog.map { [.armTimer(.discoveryWatch, $0.window)] } ?? []
     }
 }

@@ -8,20 +8,17 @@ extension BirdFleet {
     /// connected for `ticksToForget` ticks are dropped (reported as
     /// `forgotten`), and declined birds are given another chance.
     mutating func forgetUnheard() -> [Action] {
-        guard outcome == nil, let forgetAfter else { return [] }
-        tick += 1
-        let horizon = tick - Self.ticksToForget
-        declined = declined.filter { $0.value > horizon }
+        guard outcome == nil, var forgetting else { return [] }
+        let unheard = forgetting.tickOn(machines.map { ($0.id, $0.central.currentDevice != nil) })
+        self.forgetting = forgetting
         var actions: [Action] = []
-        // A bird connected (or being connected to) counts as heard: it may not advertise while held.
-        for (id, central) in machines where central.currentDevice != nil { lastHeard[id] = tick }
-        for (id, central) in machines where lastHeard[id, default: tick] <= horizon {
-            var stopped = central
+        for id in unheard {
+            guard var stopped = machines.central(id) else { continue }
             let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }
             actions += translate(stop, from: id)
             drop(id)
-            if let address = central.configuration.address { actions += [.report(.forgotten(address: address)), .uncache(address)] }
+            if let address = stopped.configuration.address { actions += [.report(.forgotten(address: address)), .uncache(address)] }
         }
-        return actions + [.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)]
+        return actions + [.armTimer(.forgetTick, forgetting.interval)]
     }
 }

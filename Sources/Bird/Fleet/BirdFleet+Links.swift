@@ -4,14 +4,15 @@ import DBus
 /// `watch --all` and the adapter's links: the fleet's side of `LinkScheduler`.
 extension BirdFleet {
     /// Birds held (not polled) by the machines.
-    var heldBirds: Int { machines.count { $0.central.configuration.pollInterval == nil } }
+    var heldBirds: Int { machines.heldBirds }
 
     /// Links up (or still going down), and those being made: machines
     /// connecting, but not those whose Connect still waits at the gate.
-    public var linksUp: Int {
-        linked.count + machines.count {
-            $0.central.isFinding && !linked.contains($0.central.currentDevice ?? "/") && !gate.isWaiting($0.id)
-        }
+    public var linksUp: Int { machines.linksUp(waiting: gate.isWaiting) }
+
+    /// The links up or being made on one adapter, and those up.
+    public func linksUp(on adapter: ObjectPath) -> (up: Int, linked: Int) {
+        machines.linksUp(on: adapter, waiting: gate.isWaiting)
     }
 
     /// A bird whose connection never came while the controller was at its
@@ -21,8 +22,8 @@ extension BirdFleet {
     mutating func tryAgainLater(_ sighting: Sighting?, after failure: CommandFailure) {
         // Several adapters: another may take it (see `triesAnotherAdapter`).
         if case .connectTimeoutWithLinksUp = failure {} else if !triesAnotherAdapter(sighting, after: failure) { return }
-        guard let sighting, waiting.count < Self.waitingLimit else { return }
-        waiting.append(sighting)
+        guard let sighting else { return }
+        waiting.again(sighting)
     }
 
     /// After each event: the next bird in line gets a machine, and the next
@@ -38,7 +39,7 @@ extension BirdFleet {
         if let pool, let path = machineDevice(id)?.parent, pool.members.contains(where: { $0.adapter.path == path }) {
             return path
         }
-        return adapter?.path
+        return bluetooth.adapter?.path
     }
 
     /// The adapter's link limit if known, and whether it was learned (not given).
@@ -56,7 +57,7 @@ extension BirdFleet {
         var scheduler = scheduler
         var gate = gate
         let granted = gate.next { id, device in
-            fleet.central(id).map { $0.isFinding && $0.currentDevice == device } ?? false
+            fleet.machines.central(id).map { $0.isFinding && $0.currentDevice == device } ?? false
         } mayGo: { id, adapter in
             scheduler?.mayConnect(id, on: adapter, links: fleet.linksUp(on: adapter)) ?? true
         }
@@ -123,24 +124,23 @@ extension BirdFleet {
     /// Machine `id`'s bird, resting between polls, is held from now on: a
     /// held machine takes its place and connects at its turn.
     private mutating func holdFromNow(_ id: MachineID) -> [Action] {
-        guard let address = central(id)?.configuration.address,
-            let sighting = sightings[id]
+        guard let address = machines.central(id)?.configuration.address,
+            let sighting = machines.sightings[id]
         else { return [] }
         let replacement = replace(id, address: address, with: BirdCentral(perBird(address, polled: false)))
         let peripheral = BirdCentral.Peripheral(path: sighting.device, address: sighting.address, name: sighting.name)
         return [.report(.held(peripheral))]
-            + on(replacement) { [adapter] in $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting) }
+            + on(replacement) { [adapter = bluetooth.adapter] in $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting) }
     }
 
     /// Machine `id`'s connect deadline passed on `adapter` (by name): if
     /// nothing comes through the adapter any more, it is powered off and on
     /// (see `LinkScheduler.deadlinePassed`).
     mutating func adapterStuck(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
-        guard var scheduler, let device = central(id)?.currentDevice else { return [] }
+        guard var scheduler, let device = machines.central(id)?.currentDevice else { return [] }
         let path = AdapterPool.adapter(of: device)
         // A deadline on an adapter powered off (or gone) meanwhile says nothing of it.
-        let usable = pool.map { $0.usable.contains { $0.path == path } } ?? (self.adapter?.path == path && self.adapter?.powered == true)
-        guard usable else { return [] }
+        guard usableAdapters.contains(where: { $0.path == path }) else { return [] }
         let stuck = scheduler.deadlinePassed(id, links: connectedDevices.count { $0 != device }, on: path)
         self.scheduler = scheduler
         guard stuck else { return [] }
@@ -166,11 +166,10 @@ extension BirdFleet {
         } + [.armTimer(.limitRecheck, LinkScheduler.limitRecheck)]
     }
 
-    /// The limit the user gave, said once Bluetooth is ready.
-    var givenLimit: [Action] {
+    /// The limit the user gave, said for each of `adapters` (with several,
+    /// it applies to each) once Bluetooth is ready.
+    func givenLimit(_ adapters: [AdapterChoice]) -> [Action] {
         guard let scheduler, let limit = scheduler.policy.links else { return [] }
-        // Several adapters: the limit applies to each, said for each.
-        let adapters = pool?.usable ?? (adapter.map { [$0] } ?? [])
         return adapters.map { .report(.links(adapter: $0.name, used: linksUp(on: $0.path).up, limit: limit, learned: false)) }
     }
 
@@ -206,11 +205,10 @@ extension BirdFleet {
     /// Machine `id`'s bird is polled from now on: its link is undone and a
     /// polling machine takes its place (it connects when the bird is heard).
     private mutating func pollFromNow(_ id: MachineID) -> [Action] {
-        guard let index = index(of: id), let address = machines[index].central.configuration.address
+        guard var stopped = machines.central(id), let address = stopped.configuration.address,
+            let device = stopped.currentDevice
         else { return [] }
-        var stopped = machines[index].central
-        guard let device = stopped.currentDevice else { return [] }
-        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
+        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: machines.sightings[id]?.name)
         let undo = translate(stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }, from: id)
         let (polling, resting) = BirdCentral.polling(perBird(address, polled: true), peripheral)
         let replacement = replace(id, address: address, with: polling)
@@ -220,11 +218,10 @@ extension BirdFleet {
     /// Machine `id` makes way for `central`, another machine for the same
     /// bird: what the fleet and the pool heard of it is kept.
     private mutating func replace(_ id: MachineID, address: BluetoothAddress, with central: BirdCentral) -> MachineID {
-        let heard = (lastHeard[id], sightings[id])
+        let heard = (forgetting?.lastHeard[id], machines.sightings[id])
         drop(id, keepHeard: true)
-        let replacement = add(central)
-        byAddress[address] = replacement
-        (lastHeard[replacement], sightings[replacement]) = (heard.0 ?? tick, heard.1)
+        let replacement = machines.add(central, for: address, seen: heard.1)
+        forgetting?.heard(replacement, at: heard.0)
         return replacement
     }
 }

@@ -4,54 +4,22 @@ import DBus
 /// The fleet's machines: started, looked up, run on an event, their actions
 /// made the fleet's, dropped, and all stopped at the end.
 extension BirdFleet {
-    @discardableResult
-    mutating func add(_ configuration: BirdCentral.Configuration) -> MachineID {
-        add(BirdCentral(configuration))
-    }
-
-    mutating func add(_ central: BirdCentral) -> MachineID {
-        let id = nextID
-        nextID += 1
-        machines.append((id, central))
-        return id
-    }
-
-    /// Forgets a machine (with `all`).
+    /// Forgets a machine (with `all`): out of the gate's line and the
+    /// scheduler's count, and what the pool heard of its bird unless `keepHeard`.
     mutating func drop(_ id: MachineID, keepHeard: Bool = false) {
         gate.withdraw(id)
         scheduler?.withdraw(id)
-        if let address = central(id)?.configuration.address {
+        if let address = machines.central(id)?.configuration.address {
             pool?.forget(address, keepHeard: keepHeard)
         }
-        machines.removeAll { $0.id == id }
-        lastHeard[id] = nil
-        sightings[id] = nil
-        if !notifiers.isEmpty { notifiers = notifiers.filter { $0.value != id } }
-        if let address = byAddress.first(where: { $0.value == id })?.key { byAddress[address] = nil }
-    }
-
-    /// Where machine `id` is: a binary search of `machines` (sorted by id),
-    /// not a walk through every bird: each notification and each machine's
-    /// timer looks its machine up.
-    func index(of id: MachineID) -> Int? {
-        var low = 0
-        var high = machines.count
-        while low < high {
-            let middle = (low + high) / 2
-            if machines[middle].id < id { low = middle + 1 } else { high = middle }
-        }
-        return low < machines.count && machines[low].id == id ? low : nil
-    }
-
-    /// Machine `id`'s central, if it runs.
-    func central(_ id: MachineID) -> BirdCentral? {
-        index(of: id).map { machines[$0].central }
+        machines.drop(id)
+        forgetting?.forget(id)
     }
 
     /// Runs an event on one machine; its actions, translated.
     mutating func on(_ id: MachineID, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
-        guard outcome == nil, let index = index(of: id) else { return [] }
-        let actions = translate(event(&machines[index].central), from: id)
+        guard outcome == nil, let index = machines.index(of: id) else { return [] }
+        let actions = translate(machines.run(at: index, event), from: id)
         return afterEvent(actions)
     }
 
@@ -61,14 +29,14 @@ extension BirdFleet {
         var actions: [Action] = []
         var index = 0
         while index < machines.count, outcome == nil {
-            let id = machines[index].id
-            let own = event(&machines[index].central)
+            let id = machines.id(at: index)
+            let own = machines.run(at: index, event)
             if !own.isEmpty {
                 // Most events concern one machine: its actions are taken as they are, not copied.
                 if actions.isEmpty { actions = translate(own, from: id) } else { actions += translate(own, from: id) }
             }
             // A machine that finished (with `all`) has left the list.
-            if index < machines.count, machines[index].id == id { index += 1 }
+            if index < machines.count, machines.id(at: index) == id { index += 1 }
         }
         return afterEvent(actions)
     }
@@ -118,27 +86,25 @@ extension BirdFleet {
                     continue
                 }
                 // One bird lost is not the end of the fleet: forget it so it can be found again.
-                let (sighting, linkedAtAttempt) = (sightings[id], scheduler?.linkedAtAttempt[id] ?? 0)
+                let (sighting, linkedAtAttempt) = (machines.sightings[id], scheduler?.linkedAtAttempt[id] ?? 0)
                 if case .failed(.connectFailed) = result, let sighting { pool?.failed(sighting.address, device: sighting.device) }
                 drop(id, keepHeard: pool != nil)
                 // Its link is being undone: say so, if it did not (a gateway
                 // would otherwise keep the bird online for ever).
                 let bird = sighting.map { BirdCentral.Peripheral(path: $0.device, address: $0.address, name: $0.name) }
-                if let bird, linked.contains(bird.path),
+                if let bird, machines.linked.contains(bird.path),
                     !actions.contains(where: { if case .report(.disconnected(let p)) = $0 { p.path == bird.path } else { false } })
                 {
                     actions.append(.report(.disconnected(bird)))
                 }
                 if case .failed(let failure) = result {
-                    if case .pairingNotNamed(let bird, _) = failure, forgetAfter != nil {
-                        declined[bird.address] = tick
-                    }
+                    if case .pairingNotNamed(let bird, _) = failure { forgetting?.decline(bird.address) }
                     actions.append(.report(.gaveUp(failure, bird: bird)))
                     // A stranger is not ours: nothing of it is kept (a gateway clears what it published).
                     if case .pairingNotNamed(let bird, _) = failure { actions.append(.report(.forgotten(address: bird.address))) }
                     if case .connectTimeoutWithLinksUp(let adapter, let links) = failure {
                         // Links that went down since the Connect was sent were up when the controller refused it.
-                        let path = sighting.map { AdapterPool.adapter(of: $0.device) } ?? self.adapter?.path ?? "/"
+                        let path = sighting.map { AdapterPool.adapter(of: $0.device) } ?? bluetooth.adapter?.path ?? "/"
                         actions += learnedLimit(max(links, linkedAtAttempt), adapter: adapter, path: path)
                     }
                     tryAgainLater(sighting, after: failure)
@@ -157,9 +123,7 @@ extension BirdFleet {
     /// A machine's first scan may start from BlueZ's cache (a bird asked for
     /// by address that BlueZ knows); later ones (after a lost link) listen.
     private mutating func firstLookUp(for id: MachineID) -> BluetoothAddress? {
-        guard let address = central(id)?.configuration.address,
-            lookedUp.insert(id).inserted
-        else { return nil }
+        guard let address = machines.central(id)?.configuration.address, machines.firstLookUp(id) else { return nil }
         return address
     }
 
@@ -168,15 +132,13 @@ extension BirdFleet {
         guard outcome == nil else { return [] }
         var actions: [Action] = []
         for index in machines.indices {
-            let id = machines[index].id
-            let cleanup = machines[index].central.stopRequested().filter { if case .finish = $0 { false } else { true } }
+            let id = machines.id(at: index)
+            let cleanup = machines.run(at: index) { $0.stopRequested() }.filter { if case .finish = $0 { false } else { true } }
             actions += translate(cleanup, from: id).filter { if case .stopScanning = $0 { false } else { true } }
         }
         machines.removeAll()
         waiting.removeAll()
-        sightings.removeAll()
-        byAddress.removeAll()
-        lastHeard.removeAll()
+        forgetting?.forgetMachines()
         outcome = result
         return actions + [.stopScanning, .finish(result)]
     }

@@ -7,28 +7,10 @@ import DBus
 /// --all` with many birds").
 extension BirdFleet {
     /// Runs `event` on the machine whose bird is at or above `characteristic`
-    /// (none: nobody's, as it would have been for every machine). The machine
-    /// found is remembered per characteristic until it is dropped: each bird
-    /// has one machine, and a machine without a link ignores notifications,
-    /// so the entry stays right without being checked at each notification
-    /// (checking copied the machine's state, a third of what routing cost).
+    /// (none: nobody's, as it would have been for every machine; see `FleetMachines.owner(of:)`).
     mutating func owner(of characteristic: ObjectPath, _ event: (inout BirdCentral) -> [BirdCentral.Action]) -> [Action] {
-        guard outcome == nil else { return [] }
-        var index = notifiers[characteristic].flatMap(index(of:))
-        if index == nil {
-            index = machines.firstIndex { owns($0.central, characteristic) }
-            guard let found = index else { return [] }
-            // Bounded: a few characteristics per bird (more only if a bird's paths changed).
-            if notifiers.count >= 8 * machines.count + 64 { notifiers.removeAll() }
-            notifiers[characteristic] = machines[found].id
-        }
-        guard let index else { return [] }
-        let id = machines[index].id
-        return afterEvent(translate(event(&machines[index].central), from: id))
-    }
-
-    private func owns(_ central: BirdCentral, _ characteristic: ObjectPath) -> Bool {
-        guard let device = central.currentDevice else { return false }
-        return characteristic.isDescendant(of: device)
+        guard outcome == nil, let index = machines.owner(of: characteristic) else { return [] }
+        let id = machines.id(at: index)
+        return afterEvent(translate(machines.run(at: index, event), from: id))
     }
 }

@@ -21,24 +21,24 @@ extension BirdFleet {
         // Connected=false may come after this, or never for a removed one).
         for adapter in lost {
             // Removed (not only powered off): another controller may come under its name.
-            if !adapters.contains(where: { $0.path == adapter.path }) { watchdog?.forget(adapter.path) }
+            if !adapters.contains(where: { $0.path == adapter.path }) { bluetooth.removed(adapter.path) }
             for (id, central) in machines {
                 if let device = central.currentDevice, AdapterPool.adapter(of: device) == adapter.path, runs(id) {
                     actions += deviceDisconnected(device)
                 }
             }
-            linked = linked.filter { AdapterPool.adapter(of: $0) != adapter.path }
+            machines.linksGone(on: adapter.path)
         }
         if usable.isEmpty {
-            guard everReady else { return actions + bluetoothReady(adapter: primary, requested: requested) }
+            guard bluetooth.everReady else { return actions + bluetoothReady(adapter: primary, requested: requested) }
             guard !before.isEmpty else { return actions }
             if let primary { return actions + adapterPoweredOff(primary) }
             return actions + adapterRemoved(name: lost.first?.name ?? "")
         }
         if before.isEmpty { return actions + bluetoothReady(adapter: primary, requested: requested) + feedHandOvers() }
-        adapter = primary
+        bluetooth.adapter = primary
         let added = usable.filter { !before.contains($0.path) }
-        if discovering && !added.isEmpty {
+        if bluetooth.discovering && !added.isEmpty {
             // Discovery on the adapters that came, and their given limit said.
             actions.append(.startScanning(nil, lookUpKnown: nil))
             // As after any adapter's return: the next attempt waits a random gap.
@@ -56,18 +56,18 @@ extension BirdFleet {
     /// connecting or linked only those under its own device's adapter.
     mutating func pooledSighting(_ sighting: Sighting, of id: MachineID) -> [Action] {
         pool?.heard(sighting)
-        guard let central = central(id) else { return [] }
+        guard let central = machines.central(id) else { return [] }
         guard central.isScanning else {
             guard central.currentDevice == sighting.device else { return [] }
-            sightings[id] = sighting
+            machines.sighted(id, sighting)
             return on(id) { $0.deviceSighted(sighting) }
         }
         let address = sighting.address
         if pool?.heardByAll(address) == true {
-            listening.remove(address)
+            pool?.stopListening(address)
             return feed(id)
         }
-        guard listening.insert(address).inserted else { return [] }
+        guard pool?.listen(address) == true else { return [] }
         return [.armTimer(.listen(address), listeningWindow)]
     }
 
@@ -75,11 +75,11 @@ extension BirdFleet {
 
     /// Machine `id` is given its bird's sighting under the adapter the pool chooses now.
     mutating func feed(_ id: MachineID) -> [Action] {
-        guard let address = central(id)?.configuration.address,
+        guard let address = machines.central(id)?.configuration.address,
             let chosen = chosenSighting(address)
         else { return [] }
         pool?.fed(address)
-        sightings[id] = chosen
+        machines.sighted(id, chosen)
         return on(id) { $0.deviceSighted(chosen) }
     }
 
@@ -100,13 +100,13 @@ extension BirdFleet {
         for (id, device, adapter) in gate.waiting.map({ ($0.id, $0.device, $0.adapter) }) {
             let other = { (device: ObjectPath) in AdapterPool.adapter(of: device) }
             guard linksUp(on: adapter).up >= scheduler?.limit(on: adapter) ?? Int.max,
-                let index = index(of: id),
+                let index = machines.index(of: id),
                 let address = machines[index].central.configuration.address,
                 let chosen = chosenSighting(address), chosen.device != device,
                 linksUp(on: other(chosen.device)).up < scheduler?.limit(on: other(chosen.device)) ?? Int.max,
-                machines[index].central.redirect(to: chosen.device)
+                machines.run(at: index, { $0.redirect(to: chosen.device) })
             else { continue }
-            sightings[id] = chosen
+            machines.sighted(id, chosen)
             gate.redirect(id, to: chosen.device)
         }
     }
@@ -117,7 +117,7 @@ extension BirdFleet {
         guard let due = pool?.toFeed, !due.isEmpty else { return [] }
         var actions: [Action] = []
         for address in due {
-            guard let id = byAddress[address], central(id)?.isScanning == true else { continue }
+            guard let id = machines.id(of: address), machines.central(id)?.isScanning == true else { continue }
             actions += feed(id)
         }
         return actions
@@ -128,33 +128,32 @@ extension BirdFleet {
     /// one is chosen (with one usable adapter there is nothing to compare).
     mutating func listen(_ sighting: Sighting) -> [Action] {
         let address = sighting.address
-        if listening.contains(address) {
+        if pool?.listening.contains(address) == true {
             pool?.heard(sighting)
             // Every adapter heard it: nothing more to wait for.
             guard pool?.heardByAll(address) == true, let chosen = chosenSighting(address) else { return [] }
-            listening.remove(address)
+            pool?.stopListening(address)
             return admit(chosen)
         }
-        if let index = waiting.firstIndex(where: { $0.address == address }) {
+        if waiting.update(sighting) {
             pool?.heard(sighting)
-            waiting[index] = sighting
             return []
         }
         guard let pool, pool.usable.count > 1 else { return admit(sighting) }
-        guard listening.count < Self.waitingLimit else { return [] }
+        guard pool.listening.count < Self.waitingLimit else { return [] }
         self.pool?.heard(sighting)
-        listening.insert(address)
+        _ = self.pool?.listen(address)
         return [.armTimer(.listen(address), listeningWindow)]
     }
 
     /// The listening window ended: a bird new to the fleet is admitted, one
     /// it follows is given the sighting of its best adapter.
     mutating func listened(_ address: BluetoothAddress) -> [Action] {
-        guard listening.remove(address) != nil, outcome == nil else { return [] }
-        if let id = byAddress[address] {
-            return central(id)?.isScanning == true ? feed(id) : []
+        guard pool?.stopListening(address) == true, outcome == nil else { return [] }
+        if let id = machines.id(of: address) {
+            return machines.central(id)?.isScanning == true ? feed(id) : []
         }
-        guard discovering, let chosen = chosenSighting(address) else {
+        guard bluetooth.discovering, let chosen = chosenSighting(address) else {
             pool?.forget(address)
             return []
         }
@@ -164,17 +163,17 @@ extension BirdFleet {
     /// A connect through `device` succeeded for machine `id`: if its bird
     /// came to another adapter than its last link's, that is said.
     mutating func connectedThrough(_ device: ObjectPath, by id: MachineID) -> [Action] {
-        guard pool != nil, let address = central(id)?.configuration.address,
+        guard pool != nil, let address = machines.central(id)?.configuration.address,
             let reason = pool?.connected(address, device: device)
         else { return [] }
-        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: sightings[id]?.name)
+        let peripheral = BirdCentral.Peripheral(path: device, address: address, name: machines.sightings[id]?.name)
         return [.report(.adapter(peripheral, adapter: AdapterPool.adapterName(of: device), reason))]
     }
 
     /// `pool`: machine `id`'s connect deadline passed while `connectedDevices`
     /// were connected on its adapter: the pool learns whether it is wedged.
     mutating func poolDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath]) {
-        guard pool != nil, let central = central(id),
+        guard pool != nil, let central = machines.central(id),
             let device = central.currentDevice, let address = central.configuration.address
         else { return }
         let others = connectedDevices.count { $0 != device }
@@ -191,22 +190,10 @@ extension BirdFleet {
         }
     }
 
-    /// The links up or being made on one adapter, and those up. (Compared
-    /// by path prefix, nothing allocated: the gate asks while connects wait.)
-    public func linksUp(on adapter: ObjectPath) -> (up: Int, linked: Int) {
-        var here = 0
-        for device in linked where device.isDescendant(of: adapter) { here += 1 }
-        let making = machines.count {
-            guard $0.central.isFinding, let device = $0.central.currentDevice else { return false }
-            return !linked.contains(device) && device.isDescendant(of: adapter) && !gate.isWaiting($0.id)
-        }
-        return (here + making, here)
-    }
-
     /// The links of every adapter the fleet uses, if each one's limit is known.
     var knownLinks: Int? {
         guard let scheduler else { return nil }
-        let paths = pool.map { $0.usable.map(\.path) } ?? [adapter?.path ?? "/"]
+        let paths = pool.map { $0.usable.map(\.path) } ?? [bluetooth.adapter?.path ?? "/"]
         var total = 0
         for path in paths {
             guard let limit = scheduler.limit(on: path) else { return nil }

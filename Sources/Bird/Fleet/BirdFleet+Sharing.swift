@@ -30,7 +30,7 @@ extension BirdFleet {
     /// This gateway holds the bird now: the fleet may connect it.
     public mutating func grant(_ address: BluetoothAddress) -> [Action] {
         guard outcome == nil, sharing != nil, sharing?.granted.insert(address).inserted == true else { return [] }
-        guard byAddress[address] == nil, let sighting = sharing?.heard.removeValue(forKey: address) else { return [] }
+        guard machines.id(of: address) == nil, let sighting = sharing?.heard.removeValue(forKey: address) else { return [] }
         // Heard before: no sign that the adapter hears now.
         return deviceSighted(sighting, live: false)
     }
@@ -40,14 +40,13 @@ extension BirdFleet {
     public mutating func release(_ address: BluetoothAddress) -> [Action] {
         guard outcome == nil, sharing != nil else { return [] }
         sharing?.granted.remove(address)
-        waiting.removeAll { $0.address == address }
-        guard let id = byAddress[address], let central = central(id) else { return [] }
-        var stopped = central
+        waiting.remove(address)
+        guard let id = machines.id(of: address), var stopped = machines.central(id) else { return [] }
         let stop = stopped.stopRequested().filter { if case .finish = $0 { false } else { true } }
-        let sighting = sightings[id]
+        let sighting = machines.sightings[id]
         var actions = translate(stop, from: id)
         drop(id)
-        if let sighting, linked.contains(sighting.device),
+        if let sighting, machines.linked.contains(sighting.device),
             !actions.contains(where: { if case .report(.disconnected(let p)) = $0 { p.path == sighting.device } else { false } })
         {
             actions.append(.report(.disconnected(

@@ -29,38 +29,17 @@ public struct BirdFleet: Sendable {
     /// `all`: a bird neither heard nor connected for this long is forgotten
     /// (its machine dropped, reported as `forgotten`), and one that asked for
     /// pairing without being named is ignored for this long. Nil: never.
-    public let forgetAfter: Duration?
-    /// The machines, in the order they were started (few: one per Bird in
-    /// range), so in the order of their ids: each is appended with the next
-    /// id, and removals keep the order (`index(of:)` relies on it).
-    var machines: [(id: MachineID, central: BirdCentral)] = []
-    /// `all`: each machine's bird, and when it was last heard (in ticks).
-    var byAddress: [BluetoothAddress: MachineID] = [:]
-    var lastHeard: [MachineID: Int] = [:]
-    /// `all`: birds that asked for pairing without being named, and the tick
-    /// they did: not connected to again until forgotten (a stranger would
-    /// otherwise be connected to, and refused, every time it is heard).
-    var declined: [BluetoothAddress: Int] = [:]
-    var tick = 0
-    /// `all`: birds heard while another was being connected to, in the order heard.
-    var waiting: [Sighting] = []
-    /// `all`: the last sighting of each machine's bird.
-    var sightings: [MachineID: Sighting] = [:]
-    /// `all`: the machine each notifying characteristic was last found to belong to (see `owner(of:)`).
-    var notifiers: [ObjectPath: MachineID] = [:]
-    /// `all`: devices with a link up, from Connect's success to Connected
-    /// turning false — also while a link we undo is still going down
-    /// (bluetoothd holds a Disconnect for 2 s): the scheduler counts them.
-    var linked: Set<ObjectPath> = []
-    var nextID: MachineID = 0
-    var adapter: AdapterChoice?
+    public var forgetAfter: Duration? { forgetting?.after }
+    /// The machines, what is kept of each, and the links they made.
+    var machines = FleetMachines()
+    /// `all` with `forgetAfter`: when birds were last heard, and strangers declined.
+    var forgetting: Forgetting?
+    /// `all`: birds heard while another was being connected to.
+    var waiting = WaitingLine()
+    /// The adapter chosen, and with `all` the fleet's discovery and its watchdog.
+    var bluetooth: FleetBluetooth
     var outcome: CommandOutcome?
-    /// `--all`: discovery is on for the fleet; `everReady`: it was at least once.
-    var discovering = false
-    var everReady = false
     var readings = 0
-    /// Machines whose first scan looked in BlueZ's cache.
-    var lookedUp: Set<MachineID> = []
 
     /// Connection attempts, one out at a time.
     var gate = ConnectGate()
@@ -70,10 +49,6 @@ public struct BirdFleet: Sendable {
     var sharing: Sharing?
     /// `all` with several adapters (`pooled`): through which adapter each bird is connected.
     var pool: AdapterPool?
-    /// `pool`: birds new to the fleet being listened to by every adapter (see `Timer.listen`).
-    var listening: Set<BluetoothAddress> = []
-    /// `all`: restarts discovery that hears nothing (nil: off).
-    var watchdog: DiscoveryWatchdog?
 
     /// `seed`: for the random part of the gaps between connection attempts;
     /// `discoveryWatchdog`: the window of `DiscoveryWatchdog` (nil: none).
@@ -84,25 +59,25 @@ public struct BirdFleet: Sendable {
     ) {
         self.configuration = configuration
         self.all = all
-        self.forgetAfter = all ? forgetAfter : nil
-        if all { scheduler = LinkScheduler(links, seed: seed) } else { add(configuration) }
+        if all, let forgetAfter { forgetting = Forgetting(after: forgetAfter) }
+        if all { scheduler = LinkScheduler(links, seed: seed) } else { _ = machines.add(BirdCentral(configuration)) }
         if all && shared { sharing = Sharing() }
         if all && pooled { pool = AdapterPool() }
-        if all, let discoveryWatchdog { watchdog = DiscoveryWatchdog(window: discoveryWatchdog) }
+        bluetooth = FleetBluetooth(watchdog: all ? discoveryWatchdog : nil)
     }
 
     /// How many birds the fleet holds state for (machines, declined and waiting birds).
     public var birdsRemembered: Int {
-        machines.count + declined.count + waiting.count + (sharing?.heard.count ?? 0) + (pool?.heard.count ?? 0)
+        machines.count + (forgetting?.declined.count ?? 0) + waiting.count + (sharing?.heard.count ?? 0) + (pool?.heard.count ?? 0)
     }
 
     public var isFinished: Bool { outcome != nil }
 
     /// Whether machine `id` is still running (it has not finished or been dropped).
-    public func runs(_ id: MachineID) -> Bool { outcome == nil && index(of: id) != nil }
+    public func runs(_ id: MachineID) -> Bool { outcome == nil && machines.index(of: id) != nil }
 
     /// The device machine `id` is connected (or connecting) to.
-    public func machineDevice(_ id: MachineID) -> ObjectPath? { central(id)?.currentDevice }
+    public func machineDevice(_ id: MachineID) -> ObjectPath? { machines.central(id)?.currentDevice }
 
     /// The devices the machines are connected (or connecting) to.
     public var currentDevices: [ObjectPath] { machines.compactMap(\.central.currentDevice) }
@@ -113,23 +88,23 @@ public struct BirdFleet: Sendable {
     /// is the chosen one, nil if none (or none named `requested`).
     public mutating func bluetoothReady(adapter: AdapterChoice?, requested: String?) -> [Action] {
         guard outcome == nil else { return [] }
-        self.adapter = adapter
+        bluetooth.adapter = adapter
         var actions = all ? readyToDiscover(requested: requested) : []
         actions += everyMachine { $0.bluetoothReady(adapter: adapter, requested: requested) }
         return actions
     }
 
+    /// bluetoothd went, with every adapter and link, and the Connect out
+    /// (the bus answers it with NoReply); the pool's adapters are told again
+    /// when it is back.
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard outcome == nil else { return [] }
-        scheduler?.bluetoothGone()
-        watchdog?.forget()
-        gate.bluetoothGone()
         adapterLost(nil)
-        // Several adapters: none is left; they are told again when bluetoothd is back.
-        _ = pool?.update([])
-        listening.removeAll()
+        scheduler?.bluetoothGone()
+        gate.bluetoothGone()
+        pool?.bluetoothGone()
         let actions = everyMachine { $0.bluetoothUnavailable(error) }
-        if all && !everReady { return actions + finishAll(.failed(.unavailable(error))) }
+        if all && !bluetooth.everReady { return actions + finishAll(.failed(.unavailable(error))) }
         return actions
     }
 
@@ -139,19 +114,17 @@ public struct BirdFleet: Sendable {
     }
 
     public mutating func adapterRemoved(name: String) -> [Action] {
-        watchdog?.forget()
         adapterLost(nil)
         return everyMachine { $0.adapterRemoved(name: name) }
     }
 
     /// The adapter can no longer be used (`adapter`: as it is now, if still
-    /// there): discovery and every link went with it, and birds waiting for
-    /// a machine will be heard again.
+    /// there; nil: gone, see `FleetBluetooth.lost`): discovery and every link
+    /// went with it, and birds waiting for a machine will be heard again.
     private mutating func adapterLost(_ adapter: AdapterChoice?) {
-        self.adapter = adapter
-        discovering = false
+        bluetooth.lost(adapter)
         waiting.removeAll()
-        linked.removeAll()
+        machines.linksGone(on: nil)
     }
 
     /// The adapter cannot be used (a power-on was refused): the command ends.
@@ -161,22 +134,20 @@ public struct BirdFleet: Sendable {
 
     /// `--all`: the adapter is usable (again): keep discovery on to hear every Bird.
     private mutating func readyToDiscover(requested: String?) -> [Action] {
-        guard let adapter, adapter.powered else {
-            if everReady { return [] }
-            return finishAll(.failed(adapter.map { .adapterOff($0.name) } ?? .noAdapter(requested)))
-        }
-        guard !discovering else { return [] }
-        discovering = true
-        var actions: [Action] = [.startScanning(nil, lookUpKnown: nil)]
-        actions += everReady ? linksRestarting() : givenLimit + recallLimits(pool?.usable ?? [adapter])
-        if !everReady {
+        let start: [Action] = [.startScanning(nil, lookUpKnown: nil)]
+        switch bluetooth.ready(requested: requested) {
+        case .failed(let failure): return finishAll(.failed(failure))
+        case .nothing: return []
+        case .discovery(first: false): return start + linksRestarting()
+        case .discovery(first: true):
+            let usable = usableAdapters
+            var actions = start + givenLimit(usable) + recallLimits(usable)
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
-            if let forgetAfter { actions.append(.armTimer(.forgetTick, forgetAfter / Self.ticksToForget)) }
-            actions += firstDiscoveryWindow
+            if let forgetting { actions.append(.armTimer(.forgetTick, forgetting.interval)) }
+            if let window = bluetooth.watchdog?.window { actions.append(.armTimer(.discoveryWatch, window)) }
+            return actions
         }
-        everReady = true
-        return actions
     }
 
     // MARK: Devices
@@ -190,43 +161,28 @@ public struct BirdFleet: Sendable {
         guard outcome == nil else { return [] }
         guard all else { return everyMachine { $0.deviceSighted(sighting) } }
         guard sighting.isBird else { return [] }
-        // An advertisement heard comes with its RSSI (BlueZ invalidates the RSSI as discovery stops: no sign).
-        if live, watchdog != nil, sighting.rssi != nil { watchdog!.heard(on: AdapterPool.adapter(of: sighting.device)) }
+        bluetooth.heard(sighting, live: live)
         guard sighting.isHeard(atLeast: configuration.minimumRSSI) else { return [] }
         let address = sighting.address
-        if let id = byAddress[address] {
-            lastHeard[id] = tick
+        if let id = machines.id(of: address) {
+            forgetting?.heard(id)
             guard pool != nil else {
-                sightings[id] = sighting
+                machines.sighted(id, sighting)
                 return on(id) { $0.deviceSighted(sighting) }
             }
             return pooledSighting(sighting, of: id)
         }
-        guard discovering, declined[address] == nil, mayFollow(sighting, address: address) else { return [] }
+        guard bluetooth.discovering, forgetting?.isDeclined(address) != true, mayFollow(sighting, address: address) else { return [] }
         if pool != nil { return listen(sighting) }
         return admit(sighting)
     }
 
     /// `all`: a Bird new to the fleet, to follow now or after the one being connected to.
     mutating func admit(_ sighting: Sighting) -> [Action] {
-        let address = sighting.address
         // One new bird at a time: a machine is made for a bird when the one
-        // before it has a link or gave up. Birds heard meanwhile wait in a
-        // short line (the last sighting of each); past its end they are not
-        // remembered (they will be heard again), so a crowd of strangers
-        // advertising the Bird Service costs a few entries, not a machine each.
-        // A bird BlueZ holds connected already (an earlier run's link)
-        // goes first: adopted, its link counts before a new one is tried.
-        if admitting {
-            if let index = waiting.firstIndex(where: { $0.address == address }) {
-                waiting.remove(at: index)
-                waiting.insert(sighting, at: sighting.connected ? 0 : index)
-            } else if sighting.connected {
-                waiting.insert(sighting, at: 0)
-                if waiting.count > Self.waitingLimit { waiting.removeLast() }
-            } else if waiting.count < Self.waitingLimit {
-                waiting.append(sighting)
-            }
+        // before it has a link or gave up. Birds heard meanwhile wait in line.
+        guard !admitting else {
+            waiting.heard(sighting)
             return []
         }
         return follow(sighting)
@@ -248,12 +204,12 @@ public struct BirdFleet: Sendable {
     }
 
     private mutating func linkEnded(_ device: ObjectPath) {
-        if scheduler != nil { linked.remove(device) }
+        if scheduler != nil { machines.linkDown(device) }
         gate.linkEnded(device)
     }
 
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
-        if scheduler != nil, currentDevices.contains(device) { linked.insert(device) }
+        if scheduler != nil, currentDevices.contains(device) { machines.linkUp(device) }
         return everyMachine { $0.servicesResolved(device: device, characteristics: characteristics) }
     }
 
@@ -287,14 +243,10 @@ public struct BirdFleet: Sendable {
     /// followed (`LinkPolicy.rememberedBirds`), the link that run left up,
     /// adopted as ours. A bird's first Connect ends its chance of adoption.
     public mutating func connectSent(_ device: ObjectPath, whileConnected connected: Bool) -> [Action] {
-        let address = address(of: device)
+        let address = machines.address(of: device)
         let adopted = address.map { scheduler?.adopts($0) == true } ?? false
         if connected && !adopted { gate.sentWhileConnected(device) }
         return []
-    }
-
-    private func address(of device: ObjectPath) -> BluetoothAddress? {
-        sightings.values.first(where: { $0.device == device })?.address
     }
 
     /// The Connect of machine `id` was answered. A reply to an attempt
@@ -306,8 +258,8 @@ public struct BirdFleet: Sendable {
             return afterEvent([])
         }
         var moved: [Action] = []
-        if scheduler != nil, case .success = result, let device = central(id)?.currentDevice {
-            linked.insert(device)
+        if scheduler != nil, case .success = result, let device = machines.central(id)?.currentDevice {
+            machines.linkUp(device)
             moved = connectedPastLimit(id, device) + connectedThrough(device, by: id)
         }
         scheduler?.attemptEnded(id)

@@ -60,6 +60,9 @@ public struct AdapterPool: Sendable {
     private(set) var toFeed: Set<BluetoothAddress> = []
     /// The adapter whose connect deadline just passed for a bird: its next choice avoids it.
     private var failedOn: [BluetoothAddress: ObjectPath] = [:]
+    /// Birds being listened to by every adapter before one is chosen for
+    /// them (see `BirdFleet.Timer.listen`); the fleet bounds them.
+    private(set) var listening: Set<BluetoothAddress> = []
 
     /// How many birds' sightings are kept at most (birds followed, listened to
     /// and waiting are far fewer: see `BirdFleet.waitingLimit`).
@@ -111,6 +114,20 @@ public struct AdapterPool: Sendable {
         }
         return lost
     }
+
+    /// bluetoothd went: no adapter is left (they are told again when it is
+    /// back), and no bird is listened to.
+    mutating func bluetoothGone() {
+        _ = update([])
+        listening.removeAll()
+    }
+
+    /// The bird at `address` is listened to from now; false if it was already.
+    mutating func listen(_ address: BluetoothAddress) -> Bool { listening.insert(address).inserted }
+
+    /// The bird at `address` is no longer listened to; false if it was not.
+    @discardableResult
+    mutating func stopListening(_ address: BluetoothAddress) -> Bool { listening.remove(address) != nil }
 
     /// A bird was heard under one of the pool's adapters.
     mutating func heard(_ sighting: Sighting) {
