@@ -151,6 +151,22 @@ public final class FakeBlueZ: @unchecked Sendable {
         return reply.first?.objectPath ?? "/"
     }
 
+    /// Adds a device that is not a Bird on `adapter`, in range, serving one
+    /// primary service with these characteristics (lower-case UUIDs; BlueZ's
+    /// flags, such as "read", "notify"); those that notify have their
+    /// configuration descriptor.
+    @discardableResult
+    public func addGattDevice(
+        on adapter: String = "hci0", address: String, name: String, service: String,
+        characteristics: [(uuid: String, flags: [String], value: [UInt8])], rssi: Int16 = -60
+    ) async throws -> ObjectPath {
+        let entries = characteristics.map { DBusValue.structure([.string($0.uuid), .strings($0.flags), .bytes($0.value)]) }
+        let reply = try await call(
+            "AddGattDevice", .string(adapter), .string(address), .string(name), .string(service),
+            .array(element: "(sasay)", entries), .int16(rssi))
+        return reply.first?.objectPath ?? "/"
+    }
+
     /// The next call of `method` fails with `error`.
     public func failNext(_ method: String, _ error: String, _ message: String = "") async throws {
         try await call("FailNext", .string(method), .string(error), .string(message))

@@ -11,7 +11,7 @@ public final class CentralDriver: @unchecked Sendable {
     public typealias ReportHandler = @Sendable (BirdCentral.Report) -> Void
     public typealias FinishHandler = @Sendable (CommandOutcome) -> Void
 
-    private let core: DriverCore
+    let core: DriverCore
     private let person: PairingQuestions?
     private var agent: PairingAgent?
     private let onReport: ReportHandler
@@ -19,17 +19,17 @@ public final class CentralDriver: @unchecked Sendable {
     private var discovery: Discovery!
     private var subscriptions: NotifySubscriptions!
     /// Several adapters as one pool (`--adapter hci0,hci1`, `all`); nil for one adapter.
-    private var pool: PoolAdapters?
+    private(set) var pool: PoolAdapters?
     /// The fleet was told the pool's adapters once (see `poolChanged`).
     private var poolAnnounced = false
 
     // Loop-confined state.
-    private var fleet: BirdFleet
+    private(set) var fleet: BirdFleet
     private var timers: [BirdFleet.Timer: EventLoop.TimerID] = [:]
     /// Each connected bird's ATT MTU (a notification carries at most MTU − 3 bytes).
     private var linkMTUs: [ObjectPath: Int] = [:]
     /// What was tried through each adapter (`adapterHealth`).
-    private var counters = AdapterCounters()
+    private(set) var counters = AdapterCounters()
     /// Bumped when bluetoothd goes: an adapter reset under way is dropped.
     private var resetGeneration = 0
 
@@ -42,8 +42,17 @@ public final class CentralDriver: @unchecked Sendable {
     /// every device only with `AdapterOptions.hearsEveryDevice`.
     public var onAdvertisement: ((Device) -> Void)?
 
+    /// A guest's links (Home Assistant's, through the proxy; see
+    /// `CentralDriver+Guests`): each link asked for, until it is answered;
+    /// what to tell of links that went, of values, and of free slots.
+    var guestReplies: [BluetoothAddress: (Result<ObjectPath, BlueZError>) -> Void] = [:]
+    public var onGuestUnlinked: ((BluetoothAddress) -> Void)?
+    public var onGuestValue: ((ObjectPath, [UInt8]) -> Void)?
+    public var onGuestSlotsChanged: (() -> Void)? { didSet { guestSlotsTold = nil } }
+    var guestSlotsTold: (free: Int, limit: Int)?
+
     var client: BlueZClient { core.client }
-    private var loop: EventLoop { core.connection.loop }
+    var loop: EventLoop { core.connection.loop }
 
     /// `person`: asks a person to confirm a pairing's passkey and shows the
     /// codes to type; without one pairing is Just Works (NoInputNoOutput).
@@ -80,6 +89,7 @@ public final class CentralDriver: @unchecked Sendable {
     private func handle(_ event: BlueZEvent) {
         guard !core.isFinished else { return }
         if case .valueChanged(let path, let value) = event {
+            onGuestValue?(path, value)
             // The MTU matters only to a value long enough to have been cut;
             // the smallest ATT MTU (23) leaves 20 bytes, so shorter ones skip the lookup.
             let mtu = value.count >= Self.smallestMTU - 3 ? linkMTU(of: path) : nil
@@ -217,7 +227,10 @@ public final class CentralDriver: @unchecked Sendable {
     /// `loaded`: what is below the device was just loaded (see `BlueZClient.loadBelow`).
     private func resolved(_ device: ObjectPath, loaded: Bool = false) {
         let characteristics = client.tree.birdCharacteristics(of: device)
-        if characteristics.isEmpty, !loaded, !client.holdsEveryDevice, fleet.currentDevices.contains(device) {
+        // A guest's device: its GATT objects BlueZ announced before this run are loaded.
+        let missing = fleet.isGuest(device) ? client.tree.services(of: device).isEmpty
+            : characteristics.isEmpty && fleet.currentDevices.contains(device)
+        if missing, !loaded, !client.holdsEveryDevice {
             return client.loadBelow(device) { [self] in resolved(device, loaded: true) }
         }
         // The link went while its GATT objects were loaded: its services are
@@ -251,28 +264,6 @@ public final class CentralDriver: @unchecked Sendable {
         return true
     }
 
-    /// Each adapter in use, and those tried before: links, limit and counts (on the loop).
-    public func adapterHealth() -> [AdapterHealth] {
-        loop.assertInLoop()
-        let members = pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? []
-        return counters.health(with: members).map { path, counted in
-            var health = counted
-            health.address = client.tree.adapters.first { $0.path == path }.flatMap { BluetoothAddress($0.address) }
-            health.links = fleet.linksUp(on: path).up
-            (health.limit, health.limitLearned) = fleet.linkLimit(on: path)
-            return health
-        }
-    }
-
-    /// The devices heard advertising through the adapters in use in this
-    /// discovery, Bird or not, as BlueZ holds them now (on the loop): a proxy's
-    /// new subscriber learns of them before their next change.
-    public func devicesHeard() -> [Device] {
-        loop.assertInLoop()
-        let adapters = pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? []
-        return adapters.flatMap { client.tree.devicesInRange(on: $0).filter(\.hasSignal) }
-    }
-
     /// A gateway of a fleet holds the bird now: it may be connected (on the loop).
     public func grant(_ address: BluetoothAddress) { apply { $0.grant(address) } }
 
@@ -282,10 +273,11 @@ public final class CentralDriver: @unchecked Sendable {
     // MARK: The fleet's actions
 
     /// Runs one event on the fleet and performs the actions it returns.
-    private func apply(_ event: (inout BirdFleet) -> [BirdFleet.Action]) {
+    func apply(_ event: (inout BirdFleet) -> [BirdFleet.Action]) {
         loop.assertInLoop()
         guard !core.isFinished else { return }
         for action in event(&fleet) { perform(action) }
+        if onGuestSlotsChanged != nil { guestSlotsMayHaveChanged() }
     }
 
     private func perform(_ action: BirdFleet.Action) {
@@ -378,6 +370,12 @@ public final class CentralDriver: @unchecked Sendable {
             }
         case .resetAdapter(let adapter):
             reset(adapter)
+        case .guestLinked(let address, let device):
+            guestReplies.removeValue(forKey: address)?(.success(device))
+        case .guestFailed(let address, let error):
+            guestReplies.removeValue(forKey: address)?(.failure(error))
+        case .guestUnlinked(let address):
+            onGuestUnlinked?(address)
         case .forget(let id, let address):
             guard let adapter = core.adapter,
                 let device = client.tree.device(address: address.description, on: adapter.path)

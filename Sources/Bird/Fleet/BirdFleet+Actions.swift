@@ -18,6 +18,8 @@ extension BirdFleet {
         case listen(BluetoothAddress)
         /// `--all`: a window of the discovery watchdog ended (see `DiscoveryWatchdog`).
         case discoveryWatch
+        /// A guest's connect deadline (see `GuestLinks`).
+        case guest(MachineID)
     }
 
     /// What the driver must do, in order.
@@ -59,6 +61,12 @@ extension BirdFleet {
         /// `all`: the adapter is still deaf after a restart: count the devices
         /// BlueZ has connected on it (any program's), answered by `deafAdapterChecked`.
         case checkDeafAdapter(ObjectPath, silentFor: Duration)
+        /// A guest's link is up, its services resolved (see `guestConnect`).
+        case guestLinked(BluetoothAddress, ObjectPath)
+        /// A guest's link could not be made.
+        case guestFailed(BluetoothAddress, BlueZError)
+        /// A guest's link went down.
+        case guestUnlinked(BluetoothAddress)
         case armTimer(Timer, Duration)
         case cancelTimer(Timer)
         case report(BirdCentral.Report)

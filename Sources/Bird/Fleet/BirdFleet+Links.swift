@@ -8,11 +8,14 @@ extension BirdFleet {
 
     /// Links up (or still going down), and those being made: machines
     /// connecting, but not those whose Connect still waits at the gate.
-    public var linksUp: Int { machines.linksUp(waiting: gate.isWaiting) }
+    public var linksUp: Int { machines.linksUp(waiting: gate.isWaiting) + guests.count }
 
-    /// The links up or being made on one adapter, and those up.
+    /// The links up or being made on one adapter, and those up (a guest's too).
     public func linksUp(on adapter: ObjectPath) -> (up: Int, linked: Int) {
-        machines.linksUp(on: adapter, waiting: gate.isWaiting)
+        let birds = machines.linksUp(on: adapter, waiting: gate.isWaiting)
+        guard !guests.isEmpty else { return birds }
+        let guests = guests.links(on: adapter)
+        return (birds.up + guests.up, birds.linked + guests.linked)
     }
 
     /// A bird whose connection never came while the controller was at its
@@ -57,11 +60,12 @@ extension BirdFleet {
         var scheduler = scheduler
         var gate = gate
         let granted = gate.next { id, device in
-            fleet.machines.central(id).map { $0.isFinding && $0.currentDevice == device } ?? false
+            fleet.machines.central(id).map { $0.isFinding && $0.currentDevice == device } ?? fleet.guests.waits(id, for: device)
         } mayGo: { id, adapter in
             scheduler?.mayConnect(id, on: adapter, links: fleet.linksUp(on: adapter)) ?? true
         }
         self.gate = gate
+        for case .connect(let id, _) in granted where guests[id] != nil { guests.set(id, .connecting) }
         guard !granted.isEmpty, var scheduler else { return granted }
         self.gate.closeGap()
         let gap = scheduler.nextGap()
@@ -137,7 +141,13 @@ extension BirdFleet {
     /// nothing comes through the adapter any more, it is powered off and on
     /// (see `LinkScheduler.deadlinePassed`).
     mutating func adapterStuck(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
-        guard var scheduler, let device = machines.central(id)?.currentDevice else { return [] }
+        guard let device = machines.central(id)?.currentDevice else { return [] }
+        return adapterStuck(id, device: device, connectedDevices: connectedDevices, adapter: adapter)
+    }
+
+    /// Attempt `id`'s connect deadline passed for `device` (a bird's or a guest's).
+    mutating func adapterStuck(_ id: MachineID, device: ObjectPath, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
+        guard var scheduler else { return [] }
         let path = AdapterPool.adapter(of: device)
         // A deadline on an adapter powered off (or gone) meanwhile says nothing of it.
         guard usableAdapters.contains(where: { $0.path == path }) else { return [] }

@@ -136,6 +136,7 @@ extension BirdFleet {
             let cleanup = machines.run(at: index) { $0.stopRequested() }.filter { if case .finish = $0 { false } else { true } }
             actions += translate(cleanup, from: id).filter { if case .stopScanning = $0 { false } else { true } }
         }
+        actions += guestsUndone()
         machines.removeAll()
         waiting.removeAll()
         forgetting?.forgetMachines()

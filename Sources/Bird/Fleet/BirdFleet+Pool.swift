@@ -28,6 +28,7 @@ extension BirdFleet {
                 }
             }
             machines.linksGone(on: adapter.path)
+            actions += guestsLost(on: adapter.path)
         }
         if usable.isEmpty {
             guard bluetooth.everReady else { return actions + bluetoothReady(adapter: primary, requested: requested) }

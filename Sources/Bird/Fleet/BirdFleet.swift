@@ -41,6 +41,8 @@ public struct BirdFleet: Sendable {
     var outcome: CommandOutcome?
     var readings = 0
 
+    /// Links made for a guest (Home Assistant, through the proxy).
+    var guests = GuestLinks()
     /// Connection attempts, one out at a time.
     var gate = ConnectGate()
     /// `all`: who gets a link, and when.
@@ -99,32 +101,32 @@ public struct BirdFleet: Sendable {
     /// when it is back.
     public mutating func bluetoothUnavailable(_ error: BlueZError) -> [Action] {
         guard outcome == nil else { return [] }
-        adapterLost(nil)
+        let guestsLost = adapterLost(nil)
         scheduler?.bluetoothGone()
         gate.bluetoothGone()
         pool?.bluetoothGone()
-        let actions = everyMachine { $0.bluetoothUnavailable(error) }
+        let actions = guestsLost + everyMachine { $0.bluetoothUnavailable(error) }
         if all && !bluetooth.everReady { return actions + finishAll(.failed(.unavailable(error))) }
         return actions
     }
 
     public mutating func adapterPoweredOff(_ adapter: AdapterChoice) -> [Action] {
-        adapterLost(adapter)
-        return everyMachine { $0.adapterPowered(false, adapter: adapter) }
+        adapterLost(adapter) + everyMachine { $0.adapterPowered(false, adapter: adapter) }
     }
 
     public mutating func adapterRemoved(name: String) -> [Action] {
-        adapterLost(nil)
-        return everyMachine { $0.adapterRemoved(name: name) }
+        adapterLost(nil) + everyMachine { $0.adapterRemoved(name: name) }
     }
 
     /// The adapter can no longer be used (`adapter`: as it is now, if still
     /// there; nil: gone, see `FleetBluetooth.lost`): discovery and every link
-    /// went with it, and birds waiting for a machine will be heard again.
-    private mutating func adapterLost(_ adapter: AdapterChoice?) {
+    /// went with it (the guest's said), and birds waiting for a machine will
+    /// be heard again.
+    private mutating func adapterLost(_ adapter: AdapterChoice?) -> [Action] {
         bluetooth.lost(adapter)
         waiting.removeAll()
         machines.linksGone(on: nil)
+        return guestsLost(on: nil)
     }
 
     /// The adapter cannot be used (a power-on was refused): the command ends.
@@ -195,12 +197,12 @@ public struct BirdFleet: Sendable {
 
     public mutating func deviceDisconnected(_ device: ObjectPath) -> [Action] {
         linkEnded(device)
-        return everyMachine { $0.deviceDisconnected(device) }
+        return guestLinkEnded(device) + everyMachine { $0.deviceDisconnected(device) }
     }
 
     public mutating func deviceRemoved(_ device: ObjectPath) -> [Action] {
         linkEnded(device)
-        return everyMachine { $0.deviceRemoved(device) }
+        return guestLinkEnded(device) + everyMachine { $0.deviceRemoved(device) }
     }
 
     private mutating func linkEnded(_ device: ObjectPath) {
@@ -210,7 +212,7 @@ public struct BirdFleet: Sendable {
 
     public mutating func servicesResolved(device: ObjectPath, characteristics: [BirdField: ObjectPath]) -> [Action] {
         if scheduler != nil, currentDevices.contains(device) { machines.linkUp(device) }
-        return everyMachine { $0.servicesResolved(device: device, characteristics: characteristics) }
+        return guestResolved(device) + everyMachine { $0.servicesResolved(device: device, characteristics: characteristics) }
     }
 
     /// A characteristic went away while its device's services stayed resolved.
@@ -252,6 +254,7 @@ public struct BirdFleet: Sendable {
     /// The Connect of machine `id` was answered. A reply to an attempt
     /// given up is nobody's.
     public mutating func connectReplied(_ id: MachineID, _ result: Result<Void, BlueZError>) -> [Action] {
+        if guests[id] != nil { return guestConnectReplied(id, result) }
         guard gate.replied(id) else {
             // Given up: nobody's link, but the attempt (and a check of a limit it made) is over.
             scheduler?.attemptEnded(id)
@@ -318,6 +321,7 @@ public struct BirdFleet: Sendable {
     /// Machine `id`'s connect deadline passed while `connectedDevices` were
     /// connected on `adapter` (see `BirdCentral.connectDeadlinePassed`).
     public mutating func connectDeadlinePassed(_ id: MachineID, connectedDevices: [ObjectPath], adapter: String) -> [Action] {
+        if guests[id] != nil { return guestDeadlinePassed(id, connectedDevices: connectedDevices, adapter: adapter) }
         scheduler?.attemptEnded(id)
         poolDeadlinePassed(id, connectedDevices: connectedDevices)
         let stuck = adapterStuck(id, connectedDevices: connectedDevices, adapter: adapter)
@@ -353,6 +357,9 @@ public struct BirdFleet: Sendable {
             return listened(address)
         case .discoveryWatch:
             return discoveryWindowEnded()
+        case .guest(let id):
+            guard let device = guests[id]?.device else { return [] }
+            return [.countLinks(id, AdapterPool.adapter(of: device))]
         }
     }
 

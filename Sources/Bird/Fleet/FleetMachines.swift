@@ -37,6 +37,12 @@ struct FleetMachines: RandomAccessCollection, Sendable {
 
     // MARK: Machines
 
+    /// An id of no machine, for a link made for a guest (`GuestLinks`).
+    mutating func newID() -> MachineID {
+        defer { nextID += 1 }
+        return nextID
+    }
+
     /// Starts a machine; with `address`, the one following that bird, last seen in `sighting`.
     mutating func add(_ central: BirdCentral, for address: BluetoothAddress? = nil, seen sighting: Sighting? = nil) -> MachineID {
         let id = nextID
@@ -106,6 +112,19 @@ struct FleetMachines: RandomAccessCollection, Sendable {
 
     /// Birds held (not polled) by the machines.
     var heldBirds: Int { list.count { $0.central.configuration.pollInterval == nil } }
+
+    /// The links the birds may still need beyond those they have up or being
+    /// made (see `linksUp`): one for each held bird without, and one for the
+    /// polled birds' turns if none is taking one.
+    func linksReservedForBirds(waiting waits: (MachineID) -> Bool) -> Int {
+        func counted(_ machine: Element) -> Bool {
+            guard let device = machine.central.currentDevice else { return false }
+            return linked.contains(device) || (machine.central.isFinding && !waits(machine.id))
+        }
+        let held = list.count { $0.central.configuration.pollInterval == nil && !counted($0) }
+        let polled = list.filter { $0.central.configuration.pollInterval != nil }
+        return held + (!polled.isEmpty && !polled.contains(where: counted) ? 1 : 0)
+    }
 
     // MARK: Notifications
 

@@ -17,11 +17,12 @@ final class ProxyService: @unchecked Sendable {
     private let endpoint: ListenEndpoint
     private let key: NoiseKey?
     private var server: ProxyServer?
-    /// The adapters in use (their addresses): the first with an address is
-    /// the proxy's identity, asked as the first client comes.
-    var adapters: () -> [AdapterHealth] = { [] }
-    /// The devices heard now, for a client that just subscribed.
-    var devicesHeard: () -> [Device] = { [] }
+    /// Home Assistant's links, through `central`.
+    private var guests: GuestBluetooth?
+    /// The watch's driver: the adapters in use (the first with an address
+    /// is the proxy's identity, asked as the first client comes), the
+    /// devices heard, and Home Assistant's links as its guest's.
+    weak var central: CentralDriver?
 
     private init(endpoint: ListenEndpoint, key: NoiseKey?) { (self.endpoint, self.key) = (endpoint, key) }
 
@@ -57,10 +58,17 @@ final class ProxyService: @unchecked Sendable {
     /// Listens (on the loop); a failure says why and is the command's end.
     func start(on loop: EventLoop) -> Bool {
         do {
-            server = try ProxyServer(
+            let server = try ProxyServer(
                 loop: loop, configuration: .init(host: endpoint.host, port: endpoint.port, key: key),
                 identify: { [unowned self] in identity() }, said: { Diagnostics.say($0) })
-            server?.devicesHeard = { [unowned self] in devicesHeard().compactMap(HeardDevice.init).map(RebuiltAdvertisement.of) }
+            server.devicesHeard = { [unowned self] in
+                (central?.devicesHeard() ?? []).compactMap(HeardDevice.init).map(RebuiltAdvertisement.of)
+            }
+            if let central {
+                guests = GuestBluetooth(driver: central, server: server)
+                server.bluetooth = guests
+            }
+            self.server = server
         } catch {
             Diagnostics.error("cannot serve the proxy at \(endpoint): \(error)")
             return false
@@ -92,7 +100,7 @@ final class ProxyService: @unchecked Sendable {
     /// Who the proxy is: `birdctl-HOSTNAME`, known by its first adapter's
     /// address; nil while no adapter has one.
     private func identity() -> ProxySession.Identity? {
-        guard let address = adapters().lazy.compactMap(\.address).first else { return nil }
+        guard let address = central?.adapterHealth().lazy.compactMap(\.address).first else { return nil }
         let host = LocalMachine.hostname()
         return ProxySession.Identity(
             name: Self.deviceName(host: host), friendlyName: "birdctl on \(host)", macAddress: address, birdctlVersion: Version.number)
@@ -114,14 +122,11 @@ enum ProxyService {
     static let options: [Option] = []
     static func requested(in arguments: Arguments, all: Bool) throws(UsageError) -> ProxyService? { nil }
     static func start(_ proxy: ProxyService?, in session: Session) -> Bool { true }
-    var adapters: () -> [AdapterHealth] {
-        get { {[]} }
-        nonmutating set {}
-    }
-    var devicesHeard: () -> [Device] {
-        get { {[]} }
+    var central: CentralDriver? {
+        get { nil }
         nonmutating set {}
     }
     func heard(_ device: Device) {}
+    func stop() {}
 }
 #endif

@@ -101,7 +101,7 @@ enum WatchCommand {
             let formatter = session.formatter
             let stdout = session.stdout
             let gateway = gatewayConfiguration.map { MQTTGateway($0, loop: session.connection.loop) }
-            let ending = WatchEnding(session: session, gateway: gateway)
+            let ending = WatchEnding(session: session, gateway: gateway, proxy: proxy)
             let driver = try common.centralDriver(
                 session,
                 BirdFleet(
@@ -158,8 +158,7 @@ enum WatchCommand {
                 if let gateway { metrics.gateway = { [unowned gateway] in gateway.health } }
             }
             if let proxy {
-                proxy.adapters = { [unowned driver] in driver.adapterHealth() }
-                proxy.devicesHeard = { [unowned driver] in driver.devicesHeard() }
+                proxy.central = driver
                 driver.onAdvertisement = { proxy.heard($0) }
             }
             return WatchDriver(central: driver, gateway: gateway, metrics: metrics, proxy: proxy, session: session)
@@ -216,15 +215,17 @@ private final class WatchDriver: SessionDriver {
 private final class WatchEnding: @unchecked Sendable {
     private let session: Session
     private let gateway: MQTTGateway?
+    private let proxy: ProxyService?
     private var started = false
 
-    init(session: Session, gateway: MQTTGateway?) {
-        (self.session, self.gateway) = (session, gateway)
+    init(session: Session, gateway: MQTTGateway?, proxy: ProxyService?) {
+        (self.session, self.gateway, self.proxy) = (session, gateway, proxy)
     }
 
     func end(_ status: ExitStatus) {
         guard !started else { return }
         started = true
+        proxy?.stop()
         guard let gateway else { return session.finish(status) }
         gateway.end { [session] outcome in session.finish(ExitStatus(status, gateway: outcome)) }
     }

@@ -30,8 +30,9 @@ final class ProxyConnection {
     private var lastHeard = MonotonicInstant.now
     private var watchdog: EventLoop.TimerID?
     private let said: (String) -> Void
-    /// The client subscribed to advertisements: what is heard now goes to it.
-    var onAdvertisementsWanted: () -> Void = {}
+    /// What the session asks of the proxy's Bluetooth side (devices heard,
+    /// slots, links and GATT requests), for the server.
+    var onBluetooth: (ProxySession.Action) -> Void = { _ in }
 
     /// `key`: the 32-byte pre-shared key (nil: plaintext). `said` gets a
     /// line for the log when the connection ends for a reason.
@@ -56,8 +57,23 @@ final class ProxyConnection {
 
     /// A message for the client (once its frames are open).
     func send(_ message: some ESPHomeMessage) {
-        guard case .open = phase, let payload = try? message.serializedBytes() as [UInt8] else { return }
+        guard let payload = try? message.serializedBytes() as [UInt8] else { return }
         send(type: type(of: message).messageType, payload: payload)
+    }
+
+    /// An encoded message for the client (once its frames are open).
+    func send(type: UInt32, payload: [UInt8]) {
+        guard case .open = phase else { return }
+        sendFrame(type: type, payload: payload)
+    }
+
+    /// The proxy is going: the client is told, and the connection closes
+    /// once that is sent.
+    func sayGoodbye() {
+        guard case .open = phase else { return }
+        send(DisconnectRequest())
+        phase = .closed
+        stream.closeAfterSending()
     }
 
     func close(_ reason: String) {
@@ -115,20 +131,20 @@ final class ProxyConnection {
     private func perform(_ actions: [ProxySession.Action]) {
         for action in actions {
             switch action {
-            case .send(let type, let payload): send(type: type, payload: payload)
+            case .send(let type, let payload): sendFrame(type: type, payload: payload)
             case .close(let reason):
                 said(reason)
                 phase = .closed
                 stream.closeAfterSending()
-            case .sendDevicesHeard:
-                onAdvertisementsWanted()
+            case .sendDevicesHeard, .sendSlots, .device, .gatt:
+                onBluetooth(action)
             }
         }
     }
 
     // MARK: Out
 
-    private func send(type: UInt32, payload: [UInt8]) {
+    private func sendFrame(type: UInt32, payload: [UInt8]) {
         guard payload.count <= Self.maximumPayload else {
             return close("a message of \(payload.count) bytes is over a frame")
         }

@@ -1,4 +1,5 @@
 import Bird
+import BlueZ
 import DBus
 
 /// The ESPHome native API served on the loop: Home Assistant connects (at
@@ -28,7 +29,12 @@ public final class ProxyServer: @unchecked Sendable {
 
     private let loop: EventLoop
     private var server: StreamServer!
-    private var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    private var connections: [ProxiedLinks.Client: ProxyConnection] = [:]
+    private var nextClient: ProxiedLinks.Client = 1
+    /// Home Assistant's links through the proxy.
+    private var links = ProxiedLinks()
+    /// The Bluetooth side of the links; without it no connect is let through.
+    public weak var bluetooth: ProxyBluetooth?
     private var pending: [BluetoothLERawAdvertisement] = []
     /// Who the proxy says it is, once known: it never changes after (Home
     /// Assistant keys the proxy on its MAC address).
@@ -59,15 +65,16 @@ public final class ProxyServer: @unchecked Sendable {
             let connection = ProxyConnection(stream: stream, loop: loop, key: configuration.key?.bytes, identity: identity) {
                 said("proxy: a client was dropped: \($0)")
             }
-            connection.onAdvertisementsWanted = { [unowned self, unowned connection] in
-                send(devicesHeard(), to: [connection])
-            }
-            let id = ObjectIdentifier(connection)
-            connections[id] = connection
+            let client = nextClient
+            nextClient += 1
+            connection.onBluetooth = { [unowned self] in asked($0, by: client) }
+            connections[client] = connection
             let ended = stream.onClose
             stream.onClose = { [unowned self] in
                 ended?()
-                connections[id] = nil
+                connections[client] = nil
+                perform(links.gone(client))
+                slotsChanged()
             }
         }
         loop.addBeforePollHook { [weak self] in self?.flush() }
@@ -88,8 +95,82 @@ public final class ProxyServer: @unchecked Sendable {
         pending.append(advertisement)
     }
 
+    /// Each client is told goodbye (DisconnectRequest, as ESPHome says it
+    /// at shutdown: Home Assistant reconnects later without an error), then
+    /// the server closes.
     public func stop() {
+        for connection in connections.values { connection.sayGoodbye() }
         server.stop()
+    }
+
+    // MARK: Links
+
+    /// A linked device's link went down (or its Connect failed late).
+    public func unlinked(_ address: BluetoothAddress) {
+        perform(links.unlinked(address))
+        slotsChanged()
+    }
+
+    /// A notification from a linked device's characteristic (by its API handle).
+    public func notified(_ address: BluetoothAddress, handle: UInt32, _ bytes: [UInt8]) {
+        perform(links.notified(address, handle: handle, bytes))
+    }
+
+    /// The devices linked for Home Assistant (the Bluetooth side routes their events here).
+    public var linkedAddresses: Set<BluetoothAddress> { links.addresses }
+
+    /// The scheduler's slots may have changed: clients that asked are told if they did.
+    public func slotsChanged() {
+        let slots = bluetooth?.slots() ?? (free: 0, limit: 0)
+        perform(links.slots(free: slots.free, limit: slots.limit))
+    }
+
+    private func asked(_ action: ProxySession.Action, by client: ProxiedLinks.Client) {
+        switch action {
+        case .sendDevicesHeard:
+            guard let connection = connections[client] else { return }
+            send(devicesHeard(), to: [connection])
+        case .sendSlots:
+            let slots = bluetooth?.slots() ?? (free: 0, limit: 0)
+            perform(links.slotsWanted(by: client, free: slots.free, limit: slots.limit))
+        case .device(let request):
+            perform(links.requested(client, request, free: (bluetooth?.slots().free ?? 0) > 0))
+            slotsChanged()
+        case .gatt(let address, let operation):
+            perform(links.requested(client, address, operation))
+        case .send, .close:
+            break
+        }
+    }
+
+    private func perform(_ actions: [ProxiedLinks.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let client, let type, let payload):
+                connections[client]?.send(type: type, payload: payload)
+            case .connect(let address, let randomAddress):
+                guard let bluetooth else {
+                    perform(links.unlinked(address, failure: BlueZError(.notReady)))
+                    continue
+                }
+                bluetooth.connect(address, randomAddress: randomAddress) { [weak self] result in
+                    guard let self else { return }
+                    switch result {
+                    case .success(let mtu): perform(links.linked(address, mtu: mtu))
+                    case .failure(let error): perform(links.unlinked(address, failure: error))
+                    }
+                    slotsChanged()
+                }
+            case .disconnect(let address):
+                bluetooth?.disconnect(address)
+            case .perform(let client, let address, let operation):
+                guard let bluetooth else { continue }
+                bluetooth.perform(operation, on: address) { [weak self] result in
+                    guard let self else { return }
+                    perform(links.performed(client, address, operation, result))
+                }
+            }
+        }
     }
 
     private func flush() {

@@ -33,12 +33,19 @@ public struct ProxySession {
         /// The client subscribed to advertisements: send it what is heard
         /// now (BlueZ signals a device again only when what it heard changes).
         case sendDevicesHeard
+        /// The client asked to be told the free connection slots.
+        case sendSlots
+        /// A connect, disconnect (or what is not offered) for `ProxiedLinks`.
+        case device(BluetoothDeviceRequest)
+        /// A GATT request on a linked device, for `ProxiedLinks`.
+        case gatt(address: UInt64, ProxiedLinks.Operation)
     }
 
-    /// What the proxy can do, as the API's feature flags: advertisements as
-    /// heard (raw), passive scanning. Active connections come with the
-    /// scheduler's slots.
-    public static let featureFlags: UInt32 = 1 | 32  // PASSIVE_SCAN, RAW_ADVERTISEMENTS
+    /// What the proxy can do, as the API's feature flags: advertisements
+    /// (raw), connections. Not said: remote caching (Home Assistant would
+    /// write notification configurations itself, which BlueZ does not let a
+    /// client do), pairing, cache clearing.
+    public static let featureFlags: UInt32 = 1 | 2 | 32  // PASSIVE_SCAN, ACTIVE_CONNECTIONS, RAW_ADVERTISEMENTS
 
     /// The API version answered (aioesphomeapi reads the feature flags from 1.9 on).
     static let apiVersion = (major: UInt32(1), minor: UInt32(9))
@@ -103,7 +110,26 @@ public struct ProxySession {
             case SubscribeBluetoothConnectionsFreeRequest.messageType:
                 _ = try SubscribeBluetoothConnectionsFreeRequest(serializedBytes: payload)
                 slotsWanted = true
-                return [try Self.send(slots(free: 0, limit: 0))]
+                return [.sendSlots]
+            case BluetoothDeviceRequest.messageType:
+                return [.device(try BluetoothDeviceRequest(serializedBytes: payload))]
+            case BluetoothGATTGetServicesRequest.messageType:
+                return [.gatt(address: try BluetoothGATTGetServicesRequest(serializedBytes: payload).address, .services)]
+            case BluetoothGATTReadRequest.messageType:
+                let request = try BluetoothGATTReadRequest(serializedBytes: payload)
+                return [.gatt(address: request.address, .read(handle: request.handle))]
+            case BluetoothGATTWriteRequest.messageType:
+                let request = try BluetoothGATTWriteRequest(serializedBytes: payload)
+                return [.gatt(address: request.address, .write(handle: request.handle, data: Array(request.data), response: request.response))]
+            case BluetoothGATTReadDescriptorRequest.messageType:
+                let request = try BluetoothGATTReadDescriptorRequest(serializedBytes: payload)
+                return [.gatt(address: request.address, .readDescriptor(handle: request.handle))]
+            case BluetoothGATTWriteDescriptorRequest.messageType:
+                let request = try BluetoothGATTWriteDescriptorRequest(serializedBytes: payload)
+                return [.gatt(address: request.address, .writeDescriptor(handle: request.handle, data: Array(request.data)))]
+            case BluetoothGATTNotifyRequest.messageType:
+                let request = try BluetoothGATTNotifyRequest(serializedBytes: payload)
+                return [.gatt(address: request.address, .notify(handle: request.handle, enable: request.enable))]
             default:
                 // States, services, Home Assistant's states, the time: a proxy has none to give or take.
                 return []
@@ -123,13 +149,6 @@ public struct ProxySession {
         info.manufacturer = "birdctl"
         info.bluetoothProxyFeatureFlags = Self.featureFlags
         return info
-    }
-
-    func slots(free: Int, limit: Int) -> BluetoothConnectionsFreeResponse {
-        var slots = BluetoothConnectionsFreeResponse()
-        slots.free = UInt32(clamping: free)
-        slots.limit = UInt32(clamping: limit)
-        return slots
     }
 
     static func send(_ message: some ESPHomeMessage) throws -> Action {

@@ -1,0 +1,49 @@
+import BlueZ
+import DBus
+
+/// Links for a guest — Home Assistant, through the proxy — to devices that
+/// are not birds: asked of the fleet, which lets them through its scheduler
+/// and gate like a bird's (`BirdFleet+Guests`). What the guest does on a
+/// link (GATT) it asks BlueZ itself, through `bluez`. On the loop.
+extension CentralDriver {
+    /// BlueZ, for what a guest does on its links.
+    public var bluez: BlueZClient { client }
+
+    /// The guest's free links and their limit now.
+    public func guestSlots() -> (free: Int, limit: Int) {
+        loop.assertInLoop()
+        return fleet.guestSlots
+    }
+
+    /// A link to the device at `address`, through the adapter in use that
+    /// hears it best; `linked` gets its object once the link is up with its
+    /// services resolved, or why there is none.
+    public func connectGuest(
+        _ address: BluetoothAddress, randomAddress: Bool?, linked: @escaping (Result<ObjectPath, BlueZError>) -> Void
+    ) {
+        loop.assertInLoop()
+        let heard = adaptersInUse.compactMap { client.tree.device(address: address.description, on: $0) }
+            .filter { $0.hasSignal && (randomAddress == nil || ($0.addressType == "random") == randomAddress) }
+        guard let device = heard.max(by: { ($0.rssi ?? -127) < ($1.rssi ?? -127) }) else {
+            return linked(.failure(BlueZError(.doesNotExist, message: "\(address) is not heard")))
+        }
+        guestReplies[address] = linked
+        apply { $0.guestConnect(address, device: device.path) }
+    }
+
+    /// The guest lets go of its link to `address` (or of the attempt).
+    public func disconnectGuest(_ address: BluetoothAddress) {
+        loop.assertInLoop()
+        guestReplies[address] = nil
+        apply { $0.guestDisconnect(address) }
+    }
+
+
+    /// After each event: the guest is told its free slots if they changed.
+    func guestSlotsMayHaveChanged() {
+        let slots = fleet.guestSlots
+        guard guestSlotsTold.map({ $0 != slots }) ?? true else { return }
+        guestSlotsTold = slots
+        onGuestSlotsChanged?()
+    }
+}

@@ -1,0 +1,121 @@
+import Bird
+import BlueZ
+import DBus
+
+/// The proxy's Bluetooth side on BlueZ: Home Assistant's links are the
+/// central driver's guest links (through its scheduler and Connect gate),
+/// GATT requests go to BlueZ's objects by `GATTTable`, and notifications
+/// come back from the characteristics a client subscribed to.
+/// Loop-confined.
+public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
+    private let driver: CentralDriver
+    private unowned let server: ProxyServer
+    /// Each linked device's object in BlueZ.
+    private var devices: [BluetoothAddress: ObjectPath] = [:]
+    /// Each linked device's GATT table, made when its services are first asked for.
+    private var tables: [BluetoothAddress: GATTTable] = [:]
+    /// The characteristics notifying for a client: their device and API handle.
+    private var notifying: [ObjectPath: (address: BluetoothAddress, handle: UInt32)] = [:]
+
+    /// The ATT MTU said when BlueZ does not say one (the smallest there is).
+    static let defaultMTU = 23
+
+    public init(driver: CentralDriver, server: ProxyServer) {
+        self.driver = driver
+        self.server = server
+        driver.onGuestUnlinked = { [unowned self] address in
+            forget(address)
+            server.unlinked(address)
+        }
+        driver.onGuestValue = { [unowned self] characteristic, value in
+            guard let (address, handle) = notifying[characteristic] else { return }
+            server.notified(address, handle: handle, value)
+        }
+        driver.onGuestSlotsChanged = { server.slotsChanged() }
+    }
+
+    public func slots() -> (free: Int, limit: Int) { driver.guestSlots() }
+
+    public func connect(_ address: BluetoothAddress, randomAddress: Bool?, linked: @escaping @Sendable (Result<Int, BlueZError>) -> Void) {
+        driver.connectGuest(address, randomAddress: randomAddress) { [unowned self] result in
+            switch result {
+            case .success(let device):
+                devices[address] = device
+                mtu(of: device) { linked(.success($0)) }
+            case .failure(let error):
+                linked(.failure(error))
+            }
+        }
+    }
+
+    public func disconnect(_ address: BluetoothAddress) {
+        forget(address)
+        driver.disconnectGuest(address)
+    }
+
+    public func perform(
+        _ operation: ProxiedLinks.Operation, on address: BluetoothAddress, done: @escaping @Sendable (Result<ProxiedLinks.Outcome, BlueZError>) -> Void
+    ) {
+        guard let device = devices[address] else { return done(.failure(BlueZError(.notConnected))) }
+        let client = driver.bluez
+        if case .services = operation {
+            let tree = client.tree
+            let table = GATTTable(
+                services: tree.services(of: device), characteristics: tree.characteristics(under: device),
+                descriptors: tree.descriptors(under: device))
+            tables[address] = table
+            return done(.success(.services(table.services)))
+        }
+        guard let target = tables[address]?.target(operation.handle) else {
+            // ATT's Invalid Handle: a handle of nothing on this device (or services never asked for).
+            return done(.failure(BlueZError(.invalidArguments, message: "no attribute with handle \(operation.handle)")))
+        }
+        let answered: @Sendable (Result<Void, BlueZError>) -> Void = { done($0.map { .done }) }
+        switch (operation, target) {
+        case (.read, .characteristic(let path)), (.readDescriptor, .characteristic(let path)):
+            client.perform(.readValue(characteristic: path)) { done($0.map { .bytes($0) }) }
+        case (.read, .descriptor(let path, _, _)), (.readDescriptor, .descriptor(let path, _, _)):
+            client.perform(.readDescriptor(path)) { done($0.map { .bytes($0) }) }
+        case (.write(_, let data, let response), .characteristic(let path)):
+            client.perform(.writeValue(characteristic: path, data, type: response ? .request : .command), completion: answered)
+        case (.writeDescriptor(_, let data), .descriptor(_, let characteristic, true)),
+            (.write(_, let data, _), .descriptor(_, let characteristic, true)):
+            // BlueZ writes the configuration itself: notifications on (01 00, or 02 00 to indicate) or off.
+            subscribe(characteristic, address, on: data.first.map { $0 & 0x03 != 0 } ?? false, done: answered)
+        case (.writeDescriptor(_, let data), .descriptor(let path, _, false)), (.write(_, let data, _), .descriptor(let path, _, false)):
+            client.perform(.writeDescriptor(path, data), completion: answered)
+        case (.notify(_, let enable), .characteristic(let path)):
+            subscribe(path, address, on: enable, done: answered)
+        default:
+            done(.failure(BlueZError(.notSupported, message: "not an operation of that attribute")))
+        }
+    }
+
+    /// Notifications of a characteristic on or off for its link's client.
+    private func subscribe(_ path: ObjectPath, _ address: BluetoothAddress, on: Bool, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        guard on else {
+            notifying[path] = nil
+            return driver.bluez.perform(.stopNotify(characteristic: path)) { _ in done(.success(())) }
+        }
+        guard let handle = tables[address]?.handle(of: path) else { return done(.failure(BlueZError(.doesNotExist))) }
+        notifying[path] = (address, handle)
+        driver.bluez.perform(.startNotify(characteristic: path)) { [unowned self] result in
+            if case .failure = result { notifying[path] = nil }
+            done(result)
+        }
+    }
+
+    /// The link's ATT MTU: as BlueZ says it on a characteristic of the device.
+    private func mtu(of device: ObjectPath, _ body: @escaping @Sendable (Int) -> Void) {
+        guard let characteristic = driver.bluez.tree.characteristics(under: device).first?.path else { return body(Self.defaultMTU) }
+        driver.bluez.perform(.characteristicMTU(characteristic: characteristic)) { result in
+            body((try? result.get()).flatMap { $0 } ?? Self.defaultMTU)
+        }
+    }
+
+    private func forget(_ address: BluetoothAddress) {
+        devices[address] = nil
+        tables[address] = nil
+        notifying = notifying.filter { $0.value.address != address }
+    }
+}

@@ -1,0 +1,131 @@
+import DBus
+import FakeBlueZSupport
+import Foundation
+import Glibc
+import Testing
+import TestProcesses
+
+/// Home Assistant's connections through `birdctl watch --all --proxy`, with
+/// its own client (bleak-esphome 1.0.0 over aioesphomeapi 23.0.0): a device
+/// that is not a Bird connected, its services, a read, a write, a
+/// notification, the slot given back; no slot, no attempt; a client killed
+/// mid-connection takes its link with it.
+@Suite("Home Assistant connects through the proxy")
+struct ProxyConnectionTests {
+    static let thermometer = "C0:FF:EE:00:00:03"
+    static let level = "00002a19-0000-1000-8000-00805f9b34fb"
+    static let script = ProxyEndToEndTests.project.appendingPathComponent("fixtures/proxy/esphome_connect.py").path
+
+    /// A bird, and a Battery Service device whose level reads, writes and notifies.
+    static func fake() async throws -> FakeBlueZ {
+        let fake = try await FakeBlueZ()
+        try await fake.addBird(address: "F0:0D:B1:7D:00:01", rssi: -45)
+        try await fake.addGattDevice(
+            address: thermometer, name: "Thermo", service: "0000180f-0000-1000-8000-00805f9b34fb",
+            characteristics: [(level, ["read", "write", "notify"], Array("9".utf8))], rssi: -65)
+        return fake
+    }
+
+    static func connected(_ fake: FakeBlueZ, _ address: String) async throws -> Bool {
+        let path = "/org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_")
+        let tree = try await fake.managedObjects()
+        let device = tree.dictionaryEntries?.first { $0.key.objectPath?.rawValue == path }?.value.dictionaryEntries?
+            .first { $0.key.string == "org.bluez.Device1" }?.value.propertyMap
+        return device?["Connected"]?.bool == true
+    }
+
+    @Test func connectReadWriteNotifyAndTheSlotComesBack() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
+        _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))
+
+        let client = try ChildProcess(
+            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, Self.level, "2a"], stdout: .pipe, stderr: .pipe)
+        let stdout = try #require(client.stdout)
+        guard let notifying = readLine(from: stdout) else {
+            let said = client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? ""
+            Issue.record("the client did not subscribe: \(said); birdctl said: \(watch.stderr)")
+            return
+        }
+        #expect(notifying.contains("notifying"), "\(notifying)")
+        try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("7".utf8)))
+        guard let line = readLine(from: stdout) else {
+            let said = client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? ""
+            Issue.record("no result: \(said); birdctl said: \(watch.stderr)")
+            return
+        }
+        let result = try ProxyEndToEndTests.json(line)
+        #expect(await client.exited() == 0)
+
+        #expect(result["feature_flags"] as? Int == 35)
+        #expect(result["read"] as? String == "39" && result["read_after_write"] as? String == "2a", "\(result)")
+        #expect(result["notified"] as? String == "37", "\(result)")
+        let services = try #require(result["services"] as? [[String: Any]])
+        let battery = try #require(services.first { $0["uuid"] as? String == "0000180f-0000-1000-8000-00805f9b34fb" }, "\(services)")
+        let characteristic = try #require((battery["characteristics"] as? [[String: Any]])?.first)
+        // The fake's level is declared at 0x0b: its value at 0x0c, its configuration at 0x0d.
+        #expect(battery["handle"] as? Int == 0x0a && characteristic["handle"] as? Int == 0x0c, "\(battery)")
+        #expect(characteristic["descriptors"] as? [Int] == [0x0d], "\(characteristic)")
+        // The limit is not known: one link more than those up is offered, and given back.
+        let slots = try #require(result["slots"] as? [[Int]])
+        #expect(slots.first == [1, 2] && slots.last == [1, 2] && slots.contains([1, 3]), "\(slots)")
+        #expect(try await poll { try await !Self.connected(fake, Self.thermometer) }, "the link was not undone")
+
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// `--links 1`, held by the bird: no slot for Home Assistant, and no
+    /// Connect is tried for it.
+    @Test func noSlotNoAttempt() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(
+            ["watch", "--all", "alpha", "--json", "--links", "1", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
+        _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))
+        let client = try ChildProcess.run(ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, Self.level])
+        let line = try #require(client.stdout.split(separator: "\n").first { $0.contains("feature_flags") }, "\(client.stdout)")
+        let result = try ProxyEndToEndTests.json(String(line))
+        #expect(result["error"] != nil, "\(result)")
+        #expect((result["slots"] as? [[Int]])?.first == [0, 1], "\(result)")
+        #expect(!(try await fake.calls()).contains { $0.hasPrefix("Connect /org/bluez/hci0/dev_C0_FF_EE") })
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    @Test func aClientKilledMidConnectionTakesItsLinkWithIt() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
+        let client = try ChildProcess(
+            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, "--hold"], stdout: .pipe, stderr: .pipe)
+        let stdout = try #require(client.stdout)
+        #expect(try #require(readLine(from: stdout), "not connected; birdctl said: \(watch.stderr)").contains("connected"))
+        #expect(try await Self.connected(fake, Self.thermometer))
+        client.kill()
+        _ = await client.exited()
+        #expect(try await poll { try await !Self.connected(fake, Self.thermometer) }, "the link outlived its client")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// A watch that ends says goodbye to its clients, as ESPHome does at
+    /// shutdown (Home Assistant then reconnects without an error), and
+    /// undoes their links.
+    @Test func anEndingWatchSaysGoodbyeAndUndoesTheLinks() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
+        let client = try ChildProcess(
+            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, "--hold"], stdout: .pipe, stderr: .pipe)
+        let stdout = try #require(client.stdout)
+        #expect(try #require(readLine(from: stdout), "not connected; birdctl said: \(watch.stderr)").contains("connected"))
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+        let said = try ProxyEndToEndTests.json(try #require(readLine(from: stdout), "the client was not told"))
+        #expect(said["disconnected"] as? Bool == true && said["expected"] as? Bool == true, "\(said)")
+        #expect(await client.exited() == 0)
+        #expect(try await !Self.connected(fake, Self.thermometer), "the link outlived the watch")
+    }
+}
