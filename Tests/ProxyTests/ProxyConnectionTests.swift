@@ -60,7 +60,8 @@ struct ProxyConnectionTests {
 
         #expect(result["feature_flags"] as? Int == 35)
         #expect(result["read"] as? String == "39" && result["read_after_write"] as? String == "2a", "\(result)")
-        #expect(result["notified"] as? String == "37", "\(result)")
+        #expect(result["notified"] as? String == "37", "a read while notifying came as a notification: \(result)")
+        #expect(result["read_while_notifying"] as? String == "2a", "\(result)")
         let services = try #require(result["services"] as? [[String: Any]])
         let battery = try #require(services.first { $0["uuid"] as? String == "0000180f-0000-1000-8000-00805f9b34fb" }, "\(services)")
         let characteristic = try #require((battery["characteristics"] as? [[String: Any]])?.first)

@@ -16,6 +16,13 @@ exec unshare --mount --propagation private -- /bin/bash -c '
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
     mount -t tmpfs tmpfs "$root/tmp"
+    # The Package.resolved a newer Swift wrote pins the proxy'"'"'s packages,
+    # which Swift 6.0 leaves out and cannot fetch here: it resolves afresh,
+    # in a file of its own for this command.
+    if [[ -e $root/src/Package.resolved ]]; then
+        printf "{\"pins\": [], \"version\": 2}\n" > "$root/tmp/Package.resolved"
+        mount --bind "$root/tmp/Package.resolved" "$root/src/Package.resolved"
+    fi
     exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
         /bin/sh -c "cd /src && exec \"\$@\"" sh "$@"
 ' in-root "$root" "$repo" "$@"

@@ -16,6 +16,9 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     private var tables: [BluetoothAddress: GATTTable] = [:]
     /// The characteristics notifying for a client: their device and API handle.
     private var notifying: [ObjectPath: (address: BluetoothAddress, handle: UInt32)] = [:]
+    /// Reads out, by characteristic: bluetoothd announces a value read as a
+    /// value change just before its reply, which is no notification.
+    private var readsOut: [ObjectPath: Int] = [:]
 
     /// The ATT MTU said when BlueZ does not say one (the smallest there is).
     static let defaultMTU = 23
@@ -29,6 +32,8 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
         }
         driver.onGuestValue = { [unowned self] characteristic, value in
             guard let (address, handle) = notifying[characteristic] else { return }
+            // During a read of it, a change is taken for the read's echo.
+            guard readsOut[characteristic] == nil else { return }
             server.notified(address, handle: handle, value)
         }
         driver.onGuestSlotsChanged = { server.slotsChanged() }
@@ -73,7 +78,11 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
         let answered: @Sendable (Result<Void, BlueZError>) -> Void = { done($0.map { .done }) }
         switch (operation, target) {
         case (.read, .characteristic(let path)), (.readDescriptor, .characteristic(let path)):
-            client.perform(.readValue(characteristic: path)) { done($0.map { .bytes($0) }) }
+            readsOut[path, default: 0] += 1
+            client.perform(.readValue(characteristic: path)) { [unowned self] result in
+                if let count = readsOut[path] { readsOut[path] = count > 1 ? count - 1 : nil }
+                done(result.map { .bytes($0) })
+            }
         case (.read, .descriptor(let path, _, _)), (.readDescriptor, .descriptor(let path, _, _)):
             client.perform(.readDescriptor(path)) { done($0.map { .bytes($0) }) }
         case (.write(_, let data, let response), .characteristic(let path)):
