@@ -156,10 +156,16 @@ RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xswiftc -Xclang-l
 # SWIFT_TARGET: the triple, SDK and resources when cross-building (release-arm64).
 SCRATCH := .build
 SWIFT_TARGET :=
+# birdctl-proxy: birdctl with the proxy linked (docs/proxy.md), which birdctl
+# runs in its place for --proxy; built where the Swift reads Package@swift-6.2.swift.
+PROXY_BUILT = $(shell $(SWIFT) --version 2>&1 | grep -Eq 'Swift version (6\.([2-9]|[1-9][0-9])|[7-9])' && echo yes)
+RELEASE_PRODUCTS = birdctl $(if $(PROXY_BUILT),birdctl-proxy)
 release: deps static-link
-	PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --product birdctl --scratch-path $(SCRATCH) \
+	for product in $(RELEASE_PRODUCTS); do \
+	  PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --product $$product --scratch-path $(SCRATCH) \
 	    --static-swift-stdlib --disable-local-rpath $(SWIFT_TARGET) \
-	    $(RELEASE_CODEGEN) $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"'
+	    $(RELEASE_CODEGEN) $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"' || exit 1; \
+	done
 
 # Regenerates dist/link/symbol-order.txt: the functions the release build runs
 # at start, read, scan and watch (callgrind, against the fake BlueZ; see
@@ -449,9 +455,12 @@ BASHDIR := $(PREFIX)/share/bash-completion/completions
 ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHDIR := $(PREFIX)/share/fish/vendor_completions.d
 UNITDIR := $(PREFIX)/lib/systemd/system
+LIBEXECDIR := $(PREFIX)/libexec/birdctl
 INSTALLED := $(BINDIR)/birdctl $(MANDIR)/birdctl.1 $(BASHDIR)/birdctl $(ZSHDIR)/_birdctl \
 	$(FISHDIR)/birdctl.fish $(UNITDIR)/birdctl.service
 RELEASE := .build/release/birdctl
+# Beside RELEASE when the Swift built it (see PROXY_BUILT); installed where birdctl looks for it.
+RELEASE_PROXY = $(dir $(RELEASE))birdctl-proxy
 
 install: release
 	@$(MAKE) --no-print-directory install-files
@@ -464,6 +473,8 @@ RUN_RELEASE = $(RELEASE)
 install-files:
 	install -d $(addprefix $(DESTDIR),$(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR) $(UNITDIR))
 	install -m 755 -s --strip-program=$(STRIP_PROGRAM) $(RELEASE) $(DESTDIR)$(BINDIR)/birdctl
+	$(if $(wildcard $(RELEASE_PROXY)),install -d $(DESTDIR)$(LIBEXECDIR) && \
+	  install -m 755 -s --strip-program=$(STRIP_PROGRAM) $(RELEASE_PROXY) $(DESTDIR)$(LIBEXECDIR)/birdctl-proxy)
 	$(RUN_RELEASE) --generate-manual > $(DESTDIR)$(MANDIR)/birdctl.1
 	$(RUN_RELEASE) --generate-completion-script bash > $(DESTDIR)$(BASHDIR)/birdctl
 	$(RUN_RELEASE) --generate-completion-script zsh > $(DESTDIR)$(ZSHDIR)/_birdctl
@@ -472,7 +483,8 @@ install-files:
 	chmod 644 $(addprefix $(DESTDIR),$(filter-out $(BINDIR)/birdctl,$(INSTALLED)))
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) $(DESTDIR)$(LIBEXECDIR)/birdctl-proxy
+	rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null || true
 
 # A Debian package of the release build: /usr prefix (zsh completions where
 # Debian's zsh looks for packages' own), Depends from the

@@ -79,31 +79,6 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// The ESPHome native API (`birdctl proxy`): Home Assistant adopts birdctl as a
-// Bluetooth proxy. Its messages are generated from ESPHome's api.proto by
-// swift-protobuf, its Noise encryption stands on swift-crypto; both need
-// Swift 6.2 (swift-protobuf's manifest and the code it generates), so
+// Swift 6.2 and later read Package@swift-6.2.swift instead: this package and
+// the proxy (the ESPHome native API), whose libraries need Swift 6.2.
 // Debian's Swift 6.0 builds birdctl without the proxy.
-#if compiler(>=6.2)
-package.dependencies += [
-    .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
-    .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
-]
-// birdctl links the proxy.
-package.targets.first { $0.name == "BirdctlCLI" }?.dependencies.append("Proxy")
-package.targets += [
-    // The proxy: frames, the Noise handshake, the API's messages (generated: dist/esphome/generate.sh).
-    .target(
-        name: "Proxy",
-        dependencies: [
-            "Bird", "BlueZ", "DBus", .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
-        ],
-        exclude: ["Messages/api.proto"]),
-    .testTarget(
-        name: "ProxyTests",
-        dependencies: [
-            "birdctl", "Proxy", "Bird", "DBus", "FakeBlueZSupport", "TestProcesses", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
-]
-#endif

@@ -9,6 +9,21 @@ struct LayeringTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources")
 
+    /// Debian's Swift 6.0 reads Package.swift, Swift 6.2 and later
+    /// Package@swift-6.2.swift: the same package, word for word, and the proxy after it.
+    @Test func bothManifestsDescribeOnePackage() throws {
+        let project = Self.sources.deletingLastPathComponent()
+        func body(_ name: String) throws -> Substring {
+            let text = try String(contentsOf: project.appendingPathComponent(name), encoding: .utf8)
+            return text.drop { $0 != "\n" }  // past the tools version
+        }
+        let plain = try body("Package.swift")
+        let package = try #require(plain.range(of: "\n// Swift 6.2 and later read").map { plain[..<$0.lowerBound] })
+        let full = try body("Package@swift-6.2.swift")
+        #expect(full.hasPrefix(package), "Package@swift-6.2.swift no longer begins with Package.swift's package")
+        #expect(full.contains("name: \"Proxy\"") && !plain.contains("Proxy\""))
+    }
+
     /// Every Swift file of a target, as (name, text).
     static func files(of target: String) throws -> [(name: String, text: String)] {
         let root = sources.appendingPathComponent(target)
@@ -64,7 +79,7 @@ struct LayeringTests {
     /// names them (`BlueZError.isNotifyAcquiredByAnother`, …).
     static let bluezMessages: Set<String> = ["Notify acquired", "le-connection-abort-by-local", "br-connection-canceled", "att error"]
 
-    @Test(arguments: ["Bird", "Formats", "Gateway", "Health", "Proxy", "BirdctlCLI", "birdctl"])
+    @Test(arguments: ["Bird", "Formats", "Gateway", "Health", "Proxy", "BirdctlCLI", "birdctl", "birdctl-proxy"])
     func noBlueZNameAboveTheBlueZLayer(_ target: String) throws {
         for file in try Self.files(of: target) {
             for literal in Self.literals(file.text) {
@@ -84,7 +99,8 @@ struct LayeringTests {
         ("MQTT", ["CMosquitto", "Threads"]), ("Formats", ["Bird", "BlueZ"]), ("Health", ["Bird", "Loop"]),
         ("Gateway", ["Bird", "BlueZ", "DBus", "Loop", "MQTT", "Formats", "Health"]),
         ("Proxy", ["Bird", "BlueZ", "DBus", "Loop", "SwiftProtobuf", "Crypto"]),
-        ("BirdctlCLI", ["Bird", "BlueZ", "DBus", "Loop", "MQTT", "Formats", "Gateway", "Health", "Proxy"]), ("birdctl", ["BirdctlCLI", "DBus", "Loop"]),
+        ("BirdctlCLI", ["Bird", "BlueZ", "DBus", "Loop", "MQTT", "Formats", "Gateway", "Health"]), ("birdctl", ["BirdctlCLI", "DBus", "Loop"]),
+        ("birdctl-proxy", ["BirdctlCLI", "Proxy", "Bird", "BlueZ", "DBus", "Loop"]),
     ])
     func importsOnlyPointDown(_ target: String, _ allowed: [String]) throws {
         let ours: Set<String> = [

@@ -35,7 +35,9 @@ else
     trap 'rm -rf "$work"' EXIT
     mkdir -p "$work/debian"
     printf 'Source: birdctl\n\nPackage: birdctl\nArchitecture: any\n' > "$work/debian/control"
-    libs=$(cd "$work" && dpkg-shlibdeps -O "$root/usr/bin/birdctl" | sed -n 's/^shlibs:Depends=//p')
+    binaries=("$root/usr/bin/birdctl")
+    [[ -e $root/usr/libexec/birdctl/birdctl-proxy ]] && binaries+=("$root/usr/libexec/birdctl/birdctl-proxy")
+    libs=$(cd "$work" && dpkg-shlibdeps -O "${binaries[@]}" | sed -n 's/^shlibs:Depends=//p')
 fi
 [[ -n $libs ]] || { echo "deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
 # Packed relative relocations (DT_RELR) need glibc 2.36; the binary says so with
