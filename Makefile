@@ -59,7 +59,8 @@ BUMBLE_VENV := .build/vm/bumble-venv
 # and Debian 12, this machine's own root. make demo and make soak use
 # VM_PLATFORM (make demo VM_PLATFORM=bookworm: the older one).
 TRIXIE_ROOT := .build/vm/trixie-root
-TRIXIE_INPUTS := fixtures/vm/trixie.recipe fixtures/vm/bumble-requirements.txt fixtures/vm/bleak-requirements.txt
+TRIXIE_INPUTS := fixtures/vm/trixie.recipe fixtures/vm/bumble-requirements.txt fixtures/vm/bleak-requirements.txt \
+	fixtures/proxy/requirements.txt
 VM_PLATFORMS ?= trixie bookworm
 VM_PLATFORM ?= trixie
 
@@ -93,6 +94,8 @@ deps:
 
 deps-vm:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEB_PACKAGES) $(VM_PACKAGES)"
+	@# The proxy's ESPHome client (bumble_proxy): on Debian 12, the host's venv through the share.
+	@$(MAKE) --no-print-directory deps
 	@cmp -s fixtures/vm/bumble-requirements.txt $(BUMBLE_VENV)/requirements.txt || { \
 	  rm -rf $(BUMBLE_VENV) && /usr/bin/python3 -m venv $(BUMBLE_VENV) && \
 	  $(BUMBLE_VENV)/bin/pip install -q --disable-pip-version-check -r fixtures/vm/bumble-requirements.txt && \
