@@ -299,14 +299,16 @@ sanitize: deps
 
 # libFuzzer targets (fuzz/): the Bird decoders, D-Bus messages off the wire,
 # serve's stdin lines, peer text escaped for terminals and JSON, BlueZ's
-# object tree and signals. `make fuzz` runs each for FUZZ_SECONDS from the
+# object tree and signals, and the proxy's frames, Noise handshake and
+# sessions. `make fuzz` runs each for FUZZ_SECONDS from the
 # seeds and the kept corpus in fixtures/fuzz/; a crash stops it with the input
 # in .build-fuzz/crashes/ (fix it, then keep the input in fixtures/fuzz/<target>/).
 # `make fuzz-scale` runs each for FUZZ_RUNS inputs in chunks of at most
 # FUZZ_CHUNK seconds (FUZZ_WORKERS processes at a time, FUZZ_MAX_LEN the longest
 # input) and keeps the minimised corpus in the repository.
 FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText FuzzBlueZTree \
-	FuzzExportedMethods FuzzIntrospection FuzzBlueZErrors FuzzDatagramReader
+	FuzzExportedMethods FuzzIntrospection FuzzBlueZErrors FuzzDatagramReader \
+	FuzzProxyFrames FuzzNoiseHandshake FuzzProxySession
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= 10000000
 FUZZ_CHUNK ?= 300
