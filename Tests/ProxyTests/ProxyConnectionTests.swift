@@ -95,7 +95,8 @@ struct ProxyConnectionTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
-    @Test func aClientKilledMidConnectionTakesItsLinkWithIt() async throws {
+    /// A watch with the proxy, and a client holding a link to the thermometer through it.
+    static func holding() async throws -> (fake: FakeBlueZ, watch: BirdctlProcess, client: ChildProcess, stdout: FileHandle) {
         let fake = try await Self.fake()
         let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
         let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
@@ -104,6 +105,11 @@ struct ProxyConnectionTests {
         let stdout = try #require(client.stdout)
         #expect(try #require(readLine(from: stdout), "not connected; birdctl said: \(watch.stderr)").contains("connected"))
         #expect(try await Self.connected(fake, Self.thermometer))
+        return (fake, watch, client, stdout)
+    }
+
+    @Test func aClientKilledMidConnectionTakesItsLinkWithIt() async throws {
+        let (fake, watch, client, _) = try await Self.holding()
         client.kill()
         _ = await client.exited()
         #expect(try await poll { try await !Self.connected(fake, Self.thermometer) }, "the link outlived its client")
@@ -115,13 +121,7 @@ struct ProxyConnectionTests {
     /// shutdown (Home Assistant then reconnects without an error), and
     /// undoes their links.
     @Test func anEndingWatchSaysGoodbyeAndUndoesTheLinks() async throws {
-        let fake = try await Self.fake()
-        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
-        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
-        let client = try ChildProcess(
-            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, "--hold"], stdout: .pipe, stderr: .pipe)
-        let stdout = try #require(client.stdout)
-        #expect(try #require(readLine(from: stdout), "not connected; birdctl said: \(watch.stderr)").contains("connected"))
+        let (fake, watch, client, stdout) = try await Self.holding()
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
         let said = try ProxyEndToEndTests.json(try #require(readLine(from: stdout), "the client was not told"))
