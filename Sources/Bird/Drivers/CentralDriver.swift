@@ -93,7 +93,7 @@ public final class CentralDriver: @unchecked Sendable {
             // The MTU matters only to a value long enough to have been cut;
             // the smallest ATT MTU (23) leaves 20 bytes, so shorter ones skip the lookup.
             let mtu = value.count >= Self.smallestMTU - 3 ? linkMTU(of: path) : nil
-            return apply { $0.valueChanged(path, value, mtu: mtu) }
+            return apply(linksMayChange: false) { $0.valueChanged(path, value, mtu: mtu) }
         }
         if let pool { return handlePooled(event, pool) }
         if let adapter = core.powerChange(event) {
@@ -273,11 +273,13 @@ public final class CentralDriver: @unchecked Sendable {
     // MARK: The fleet's actions
 
     /// Runs one event on the fleet and performs the actions it returns.
-    func apply(_ event: (inout BirdFleet) -> [BirdFleet.Action]) {
+    /// `linksMayChange` false: a notification, which changes no link, so the
+    /// guest's slots are not looked at (the hot path).
+    func apply(linksMayChange: Bool = true, _ event: (inout BirdFleet) -> [BirdFleet.Action]) {
         loop.assertInLoop()
         guard !core.isFinished else { return }
         for action in event(&fleet) { perform(action) }
-        if onGuestSlotsChanged != nil { guestSlotsMayHaveChanged() }
+        if linksMayChange, onGuestSlotsChanged != nil { guestSlotsMayHaveChanged() }
     }
 
     private func perform(_ action: BirdFleet.Action) {
@@ -346,7 +348,9 @@ public final class CentralDriver: @unchecked Sendable {
             subscriptions.subscribe(
                 characteristic,
                 // A socket of this machine's subscription: its notifications are this machine's.
-                notified: { [self] path, value, mtu in apply { $0.valueChanged(path, value, mtu: mtu, ordered: false, of: id) } },
+                notified: { [self] path, value, mtu in
+                    apply(linksMayChange: false) { $0.valueChanged(path, value, mtu: mtu, ordered: false, of: id) }
+                },
                 completion: { [self] result in apply { $0.notifyStarted(id, field, result) } })
         case .stopNotify(let characteristic):
             core.cleanup { [subscriptions] done in subscriptions?.unsubscribe(characteristic, done: done) }
