@@ -163,11 +163,15 @@ SWIFT_TARGET :=
 # runs in its place for --proxy; built where the Swift reads Package@swift-6.2.swift.
 PROXY_BUILT = $(shell $(SWIFT) --version 2>&1 | grep -Eq 'Swift version (6\.([2-9]|[1-9][0-9])|[7-9])' && echo yes)
 RELEASE_PRODUCTS = birdctl $(if $(PROXY_BUILT),birdctl-proxy)
+# The revision for --version, in a header rewritten only when it changes.
+REVISION_DIR := $(SCRATCH)/revision
 release: deps static-link
+	@mkdir -p $(REVISION_DIR) && echo '#define BIRDCTL_REVISION "$(REVISION)"' > $(REVISION_DIR)/new.h && \
+	  { cmp -s $(REVISION_DIR)/new.h $(REVISION_DIR)/birdctl_revision.h || mv $(REVISION_DIR)/new.h $(REVISION_DIR)/birdctl_revision.h; }
 	for product in $(RELEASE_PRODUCTS); do \
 	  PKG_CONFIG_PATH=$(CURDIR)/$(STATIC_LINK) $(SWIFT) build -c release --product $$product --scratch-path $(SCRATCH) \
 	    --static-swift-stdlib --disable-local-rpath $(SWIFT_TARGET) \
-	    $(RELEASE_CODEGEN) $(RELEASE_LINK) -Xcc -DBIRDCTL_REVISION='"$(REVISION)"' || exit 1; \
+	    $(RELEASE_CODEGEN) $(RELEASE_LINK) -Xcc -I$(abspath $(REVISION_DIR)) || exit 1; \
 	done
 
 # Regenerates dist/link/symbol-order.txt: the functions the release build runs
@@ -262,8 +266,15 @@ release-arm64: deps arm64-sysroot
 # fuzzers' kept inputs, the tests again under AddressSanitizer (and the
 # concurrent layers under ThreadSanitizer), installing and packaging, Home
 # Assistant, the real-BlueZ scenarios in a VM, and the release link's symbol
-# order against what the release build runs.
-test: build-swift60 test-unit fuzz-regress sanitize test-install test-ha test-vm link-order-check
+# order against what the release build runs. One part after another, each
+# saying how long it took; the first that fails ends it.
+TEST_PARTS := build-swift60 test-unit fuzz-regress sanitize test-install test-ha test-vm link-order-check
+test:
+	@for part in $(TEST_PARTS); do \
+	  started=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$part || { echo "make test: $$part failed after $$(( $$(date +%s) - started )) s" >&2; exit 1; }; \
+	  echo "make test: $$part took $$(( $$(date +%s) - started )) s"; \
+	done
 
 # The test bundle of build path $(1), run in a session of its own that is
 # ended after $(2) seconds as a hang (fixtures/in-own-session.sh says what was

@@ -58,8 +58,7 @@ struct BirdCentralWatchTests {
     }
 
     @Test func anUnorderedNotificationOfTheValueReadIsNotReportedTwice() {
-        // The socket overtook the read's reply with the same update (seen in
-        // `make demo`: the first value printed twice).
+        // The socket overtook the read's reply with the same update: printed once.
         var m = Machine(.watch(reconnect: true)).streaming()
         let name = characteristics[.name]!
         let whole = Array("Troglodytes troglodytes".utf8)
@@ -68,6 +67,25 @@ struct BirdCentralWatchTests {
         #expect(m.central.readCompleted(.name, .success(Array("Wren".utf8))) == [
             .report(.reading(robin, .name("Wren"), raw: Array("Wren".utf8), notified: false))
         ])
+    }
+
+    @Test func unorderedNotificationsOlderThanTheValueReadAreNotReportedAfterIt() {
+        // At 10 Hz two notifications can overtake the reply of a read made
+        // after both: the value read is the second's, and the first, older,
+        // must not follow it (the newest value is the last one printed).
+        var m = Machine(.watch(reconnect: true), fields: [.alpha]).resolving()
+        let alpha = characteristics[.alpha]!
+        _ = m.central.servicesResolved(device: device, characteristics: characteristics)
+        #expect(m.central.notifyStarted(.alpha, .success(())) == [.read(.alpha, alpha)])
+        for raw in ["1", "2", "3"] {
+            #expect(m.central.valueChanged(alpha, Array(raw.utf8), mtu: 23, ordered: false) == [])
+        }
+        let read = m.central.readCompleted(.alpha, .success(Array("2".utf8)))
+        #expect(read == [
+            .report(.reading(robin, .alpha(percent: 2), raw: Array("2".utf8), notified: false)),
+            .report(.reading(robin, .alpha(percent: 3), raw: Array("3".utf8), notified: true)),
+        ])
+        #expect(m.central.valueChanged(alpha, Array("4".utf8), mtu: 23).count == 1, "streaming")
     }
 
     @Test func aNotificationThatFillsTheMTUIsCompletedByARead() {

@@ -276,9 +276,13 @@ struct BirdLink: Sendable {
         guard case .next(var actions) = settled,
             var held = heldNotifications.removeValue(forKey: field), let path = link.characteristics[field]
         else { return settled }
-        // The last one holds the bytes the read returned: the update the read
-        // already reported (its notification overtook the reply), not a newer one.
-        if case .success(let raw) = result, held.last?.raw == raw { held.removeLast() }
+        // A held one with the bytes the read returned is the update the read
+        // reported (its notification overtook the reply); those before it are
+        // older than the value read: all are superseded, and only those after
+        // the last such one are newer. With none, the read came before them all.
+        if case .success(let raw) = result, let same = held.lastIndex(where: { $0.raw == raw }) {
+            held.removeFirst(same + 1)
+        }
         for (index, notification) in held.enumerated() {
             if case .reading(_, let pending) = state, pending.contains(field) {
                 // One filled the MTU and is read again: those after it came
