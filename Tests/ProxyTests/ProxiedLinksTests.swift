@@ -150,9 +150,40 @@ struct ProxiedLinksTests {
         #expect(links.slots(free: 0, limit: 3).isEmpty)
     }
 
-    @Test func pairingIsNotOffered() throws {
+    /// Pairing, unpairing and clearing the cache: of a device the client
+    /// has linked, each answered with its own response.
+    @Test func changesAreMadeOnTheClientsLinkAndAnswered() throws {
         var links = Self.linked()
-        let answer = try Self.sent(links.requested(1, Self.connect(Self.sensor, .pair), free: true), to: 1, as: BluetoothDeviceConnectionResponse.self)
-        #expect(answer.first?.error == ProxiedLinks.notSupported)
+        #expect(links.requested(1, Self.connect(Self.sensor, .pair), free: false) == [.change(1, Self.sensor, .pair)])
+        let paired = try Self.sent(links.changed(1, Self.sensor, .pair, .success(())), to: 1, as: BluetoothDevicePairingResponse.self)
+        #expect(paired.map(\.paired) == [true] && paired.first?.error == 0 && paired.first?.address == Self.sensor.value)
+        let refused = try Self.sent(
+            links.changed(1, Self.sensor, .pair, .failure(BlueZError(.other, name: "org.bluez.Error.AuthenticationRejected"))), to: 1,
+            as: BluetoothDevicePairingResponse.self)
+        #expect(refused.map(\.paired) == [false] && refused.first?.error == 5)
+
+        #expect(links.requested(1, Self.connect(Self.sensor, .clearCache), free: false) == [.change(1, Self.sensor, .clearCache)])
+        let kept = try Self.sent(
+            links.changed(1, Self.sensor, .clearCache, .failure(BlueZError(.notSupported))), to: 1, as: BluetoothDeviceClearCacheResponse.self)
+        #expect(kept.map(\.success) == [false] && kept.first?.error == ProxiedLinks.notSupported)
+
+        #expect(links.requested(1, Self.connect(Self.sensor, .unpair), free: false) == [.change(1, Self.sensor, .unpair)])
+        // Unpairing undoes the link: its end is said after the answer, the slot free at once.
+        #expect(links.unlinked(Self.sensor).isEmpty && links.linkCount == 0)
+        let answered = links.changed(1, Self.sensor, .unpair, .success(()))
+        #expect(answered.count == 2)
+        #expect(try Self.sent(Array(answered.prefix(1)), to: 1, as: BluetoothDeviceUnpairingResponse.self).map(\.success) == [true])
+        #expect(try Self.sent(Array(answered.suffix(1)), to: 1, as: BluetoothDeviceConnectionResponse.self).map(\.connected) == [false])
+    }
+
+    /// Another client's device, or none: answered as not connected, nothing done.
+    @Test func changesNeedTheClientsOwnLink() throws {
+        var links = Self.linked()
+        let theirs = links.requested(2, Self.connect(Self.sensor, .unpair), free: true)
+        #expect(try Self.sent(theirs, to: 2, as: BluetoothDeviceUnpairingResponse.self).map(\.error) == [ProxiedLinks.notConnected])
+        #expect(theirs.count == 1)
+        let none = links.requested(1, Self.connect(Self.other, .pair), free: true)
+        #expect(try Self.sent(none, to: 1, as: BluetoothDevicePairingResponse.self).map(\.paired) == [false])
+        #expect(none.count == 1)
     }
 }

@@ -26,12 +26,17 @@ struct ProxyConnectionTests {
         return fake
     }
 
-    static func connected(_ fake: FakeBlueZ, _ address: String) async throws -> Bool {
-        let path = "/org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_")
+    static func path(_ address: String) -> String { "/org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_") }
+
+    /// The device's properties in the fake, nil once its object is gone.
+    static func device(_ fake: FakeBlueZ, _ address: String) async throws -> [String: DBusValue]? {
         let tree = try await fake.managedObjects()
-        let device = tree.dictionaryEntries?.first { $0.key.objectPath?.rawValue == path }?.value.dictionaryEntries?
+        return tree.dictionaryEntries?.first { $0.key.objectPath?.rawValue == path(address) }?.value.dictionaryEntries?
             .first { $0.key.string == "org.bluez.Device1" }?.value.propertyMap
-        return device?["Connected"]?.bool == true
+    }
+
+    static func connected(_ fake: FakeBlueZ, _ address: String) async throws -> Bool {
+        try await device(fake, address)?["Connected"]?.bool == true
     }
 
     @Test func connectReadWriteNotifyAndTheSlotComesBack() async throws {
@@ -58,7 +63,7 @@ struct ProxyConnectionTests {
         let result = try ProxyEndToEndTests.json(line)
         #expect(await client.exited() == 0)
 
-        #expect(result["feature_flags"] as? Int == 35)
+        #expect(result["feature_flags"] as? Int == 59)
         #expect(result["read"] as? String == "39" && result["read_after_write"] as? String == "2a", "\(result)")
         #expect(result["notified"] as? String == "37", "a read while notifying came as a notification: \(result)")
         #expect(result["read_while_notifying"] as? String == "2a", "\(result)")
@@ -72,7 +77,44 @@ struct ProxyConnectionTests {
         let slots = try #require(result["slots"] as? [[Int]])
         #expect(slots.first == [1, 2] && slots.last == [1, 2] && slots.contains([1, 3]), "\(slots)")
         #expect(try await poll { try await !Self.connected(fake, Self.thermometer) }, "the link was not undone")
+        #expect(try await Self.device(fake, Self.thermometer) != nil, "a plain disconnect keeps the device (and its cache)")
 
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// The client's steps on a link to the thermometer, each with its result.
+    static func steps(_ steps: String, fake: FakeBlueZ, watch: BirdctlProcess) async throws -> [[String]] {
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
+        let client = try ChildProcess.run(ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, "--steps", steps])
+        let line = try #require(client.stdout.split(separator: "\n").first { $0.contains("steps") }, "\(client.stdout)")
+        let said = try #require(ProxyEndToEndTests.json(String(line))["steps"] as? [[Any]])
+        return said.map { $0.map { "\($0)" } }
+    }
+
+    /// Pairing through birdctl's agent; the cache of a bonded device kept
+    /// (BlueZ keeps it with the bond); unpairing forgets the device, its
+    /// link with it.
+    @Test func pairThenUnpair() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let steps = try await Self.steps("pair,clear_cache,unpair", fake: fake, watch: watch)
+        #expect(steps == [["pair", "1"], ["clear_cache", "0"], ["unpair", "1"]], "\(steps); birdctl said: \(watch.stderr)")
+        let calls = try await fake.calls()
+        #expect(calls.contains("Pair \(Self.path(Self.thermometer))"), "\(calls)")
+        #expect(try await Self.device(fake, Self.thermometer) == nil, "unpaired, the device is forgotten")
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// A cache cleared goes with the device's object once the link is down.
+    @Test func aClearedCacheGoesWhenTheLinkIsDown() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let steps = try await Self.steps("clear_cache,disconnect", fake: fake, watch: watch)
+        #expect(steps == [["clear_cache", "1"], ["disconnect", "1"]], "\(steps); birdctl said: \(watch.stderr)")
+        #expect(try await poll { try await Self.device(fake, Self.thermometer) == nil }, "the device and its cache stayed")
+        #expect(try await fake.calls().contains("RemoveDevice /org/bluez/hci0"))
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
     }

@@ -38,6 +38,45 @@ extension CentralDriver {
         apply { $0.guestDisconnect(address) }
     }
 
+    /// Pairs the guest's linked device (birdctl's agent answers for it: Just
+    /// Works, unless the watch asks a person, who is asked only about birds).
+    /// bluetoothd 5.66 may leave a Pair unanswered whose bonding completed:
+    /// a device found paired when it fails counts as paired.
+    public func pairGuest(_ device: ObjectPath, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        loop.assertInLoop()
+        withAgent { [self] registered in
+            guard case .success = registered else { return done(registered) }
+            client.perform(.pair(device: device, timeout: fleet.configuration.pairTimeout)) { [self] result in
+                if case .failure(let error) = result, error.kind == .alreadyExists || client.tree.device(device)?.paired == true {
+                    return done(.success(()))
+                }
+                done(result)
+            }
+        }
+    }
+
+    /// Forgets the guest's device on its adapter: its bond, its cached
+    /// services and its link (BlueZ's RemoveDevice); the device is found
+    /// again when it next advertises.
+    public func unpairGuest(_ device: ObjectPath, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        loop.assertInLoop()
+        client.perform(.removeDevice(adapter: AdapterPool.adapter(of: device), device: device)) { result in
+            if case .failure(let error) = result, error.kind == .doesNotExist || error.kind == .notFound { return done(.success(())) }
+            done(result)
+        }
+    }
+
+    /// Drops what BlueZ keeps of the device at `address` on every adapter
+    /// where it is neither bonded nor connected (its object, with its cached
+    /// services); bonds and links stay.
+    public func uncache(_ address: BluetoothAddress) {
+        loop.assertInLoop()
+        for adapter in client.tree.adapters {
+            guard let device = client.tree.device(address: address.description, on: adapter.path), !device.paired, !device.connected
+            else { continue }
+            client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
+        }
+    }
 
     /// After each event: the guest is told its free slots if they changed.
     func guestSlotsMayHaveChanged() {

@@ -366,12 +366,7 @@ public final class CentralDriver: @unchecked Sendable {
         case .cancelPairing(let device):
             core.cleanup { done in client.perform(.cancelPairing(device: device)) { _ in done() } }
         case .uncache(let address):
-            // On every adapter (a pool's birds are a device under each); bonds and links stay.
-            for adapter in client.tree.adapters {
-                guard let device = client.tree.device(address: address.description, on: adapter.path), !device.paired, !device.connected
-                else { continue }
-                client.perform(.removeDevice(adapter: adapter.path, device: device.path)) { _ in }
-            }
+            uncache(address)
         case .resetAdapter(let adapter):
             reset(adapter)
         case .guestLinked(let address, let device):
@@ -433,7 +428,7 @@ public final class CentralDriver: @unchecked Sendable {
 
     /// Our pairing agent, exported and registered once (bluetoothd asks the
     /// agent of whoever called Pair); unregistered on the way out.
-    private func withAgent(_ body: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+    func withAgent(_ body: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
         if agent != nil { return body(.success(())) }
         let agent = PairingAgent(connection: core.connection, person: person.map(agentPerson))
         self.agent = agent

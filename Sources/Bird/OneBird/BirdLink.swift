@@ -277,10 +277,11 @@ struct BirdLink: Sendable {
             var held = heldNotifications.removeValue(forKey: field), let path = link.characteristics[field]
         else { return settled }
         // A held one with the bytes the read returned is the update the read
-        // reported (its notification overtook the reply); those before it are
-        // older than the value read: all are superseded, and only those after
-        // the last such one are newer. With none, the read came before them all.
-        if case .success(let raw) = result, let same = held.lastIndex(where: { $0.raw == raw }) {
+        // reported (its notification overtook the reply), and those before it
+        // are older than the value read: they are dropped, and those after it
+        // reported. The first such one is taken: a value that comes back
+        // later is a newer update. With none, the read came before them all.
+        if case .success(let raw) = result, let same = held.firstIndex(where: { $0.raw == raw }) {
             held.removeFirst(same + 1)
         }
         for (index, notification) in held.enumerated() {

@@ -12,7 +12,9 @@ import SwiftProtobuf
 /// resolved, or with the failure; a link lost, disconnected or given up is
 /// said to its client at once and its slot is free again; a client gone
 /// takes its links with it. A client has at most `maximumPending` GATT
-/// requests out; more are answered with an error.
+/// requests out; more are answered with an error. Pairing, unpairing and
+/// clearing the cache are asked of a device the client has linked (as
+/// bleak-esphome asks them) and always answered.
 public struct ProxiedLinks: Sendable {
     public typealias Client = Int
 
@@ -35,6 +37,13 @@ public struct ProxiedLinks: Sendable {
         }
     }
 
+    /// What a client may change of a device it has linked.
+    public enum DeviceChange: Equatable, Sendable {
+        case pair
+        case unpair
+        case clearCache
+    }
+
     /// What an operation gave: bytes read, services, or nothing (written, notifying).
     public enum Outcome: Equatable, Sendable {
         case done
@@ -49,6 +58,8 @@ public struct ProxiedLinks: Sendable {
         case disconnect(BluetoothAddress)
         /// Carry out a GATT operation of `Client`'s on the linked device.
         case perform(Client, BluetoothAddress, Operation)
+        /// Pair, unpair or clear the cache of `Client`'s linked device.
+        case change(Client, BluetoothAddress, DeviceChange)
     }
 
     enum Phase: Equatable, Sendable {
@@ -60,11 +71,17 @@ public struct ProxiedLinks: Sendable {
     struct Link: Equatable, Sendable {
         var client: Client
         var phase: Phase
+        /// An unpairing is out: it ends the link (BlueZ forgets the device).
+        var unpairing = false
     }
 
     public static let maximumPending = 16
 
     private(set) var links: [BluetoothAddress: Link] = [:]
+    /// The end of a link that went while its unpairing was out, said after
+    /// the unpairing's answer (aioesphomeapi fails an unpairing whose link
+    /// ends before it is answered).
+    private var endsAfterUnpairing: [BluetoothAddress: (client: Client, end: Action)] = [:]
     private var pending: [Client: Int] = [:]
     /// The slots last told to the clients that asked.
     private var told: (free: Int, limit: Int)?
@@ -105,10 +122,37 @@ public struct ProxiedLinks: Sendable {
             }
             links[address]?.phase = .disconnecting
             return [.disconnect(address)]
-        default:
-            // Pairing and cache clearing are not among the features said (DeviceInfo's flags).
+        case .pair, .unpair, .clearCache:
+            let change: DeviceChange = request.requestType == .pair ? .pair : request.requestType == .unpair ? .unpair : .clearCache
+            guard let link = links[address], link.client == client, case .up = link.phase else {
+                return [Self.changed(client, request.address, change, error: Self.notConnected)]
+            }
+            if change == .unpair { links[address]?.unpairing = true }
+            return [.change(client, address, change)]
+        case .UNRECOGNIZED:
             return [Self.connection(client, request.address, connected: false, error: Self.notSupported)]
         }
+    }
+
+    /// A change of `client`'s asked for was made, or could not be. It is
+    /// answered even when the link went meanwhile (unpairing undoes it).
+    public mutating func changed(
+        _ client: Client, _ address: BluetoothAddress, _ change: DeviceChange, _ result: Result<Void, BlueZError>
+    ) -> [Action] {
+        let error: Int32
+        switch result {
+        case .success: error = 0
+        case .failure(let failure): error = Self.changeCode(failure)
+        }
+        var actions = [Self.changed(client, address.value, change, error: error)]
+        if change == .unpair {
+            if links[address]?.client == client { links[address]?.unpairing = false }
+            if let ended = endsAfterUnpairing[address], ended.client == client {
+                endsAfterUnpairing[address] = nil
+                actions.append(ended.end)
+            }
+        }
+        return actions
     }
 
     /// A client's GATT request on a device it linked.
@@ -191,13 +235,19 @@ public struct ProxiedLinks: Sendable {
     public mutating func unlinked(_ address: BluetoothAddress, failure: BlueZError? = nil) -> [Action] {
         guard let link = links.removeValue(forKey: address) else { return [] }
         let error = failure.map { Self.connectCode($0) } ?? 0
-        return [Self.connection(link.client, address.value, connected: false, error: link.phase == .connecting ? error : 0)]
+        let end = Self.connection(link.client, address.value, connected: false, error: link.phase == .connecting ? error : 0)
+        guard !link.unpairing else {
+            endsAfterUnpairing[address] = (link.client, end)
+            return []
+        }
+        return [end]
     }
 
     /// A client went: its links are undone, its subscriptions dropped.
     public mutating func gone(_ client: Client) -> [Action] {
         slotSubscribers.remove(client)
         pending[client] = nil
+        endsAfterUnpairing = endsAfterUnpairing.filter { $0.value.client != client }
         let theirs = links.filter { $0.value.client == client }.keys.sorted()
         for address in theirs { links[address] = nil }
         return theirs.map { .disconnect($0) }
@@ -250,6 +300,18 @@ public struct ProxiedLinks: Sendable {
         }
     }
 
+    /// A failed change's code: the link gone, the ATT errors of security,
+    /// not supported, or the stack's own failure.
+    static func changeCode(_ error: BlueZError) -> Int32 {
+        switch error.kind {
+        case .notConnected, .doesNotExist, .notFound: notConnected
+        case .notAuthorized: att.authentication
+        case .notSupported: notSupported
+        case .timeout: 0x08
+        default: error.isAuthenticationFailure ? att.authentication : 0x3E
+        }
+    }
+
     /// A failed connect's code: ESP-IDF's "connection failed to be
     /// established" unless BlueZ's error says a timeout.
     static func connectCode(_ error: BlueZError) -> Int32 {
@@ -264,6 +326,24 @@ public struct ProxiedLinks: Sendable {
         var message = BluetoothDeviceConnectionResponse()
         (message.address, message.connected, message.mtu, message.error) = (address, connected, mtu, error)
         return send(client, message)
+    }
+
+    /// The answer to a change: the pairing, unpairing or cache-clearing response.
+    static func changed(_ client: Client, _ address: UInt64, _ change: DeviceChange, error: Int32) -> Action {
+        switch change {
+        case .pair:
+            var message = BluetoothDevicePairingResponse()
+            (message.address, message.paired, message.error) = (address, error == 0, error)
+            return send(client, message)
+        case .unpair:
+            var message = BluetoothDeviceUnpairingResponse()
+            (message.address, message.success, message.error) = (address, error == 0, error)
+            return send(client, message)
+        case .clearCache:
+            var message = BluetoothDeviceClearCacheResponse()
+            (message.address, message.success, message.error) = (address, error == 0, error)
+            return send(client, message)
+        }
     }
 
     static func error(_ client: Client, _ address: UInt64, _ handle: UInt32, _ code: Int32) -> Action {

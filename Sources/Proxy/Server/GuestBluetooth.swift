@@ -19,6 +19,9 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     /// Reads out, by characteristic: bluetoothd announces a value read as a
     /// value change just before its reply, which is no notification.
     private var readsOut: [ObjectPath: Int] = [:]
+    /// Devices whose cache a client cleared: BlueZ drops it with the
+    /// device's object, once their link is down.
+    private var uncacheWhenUnlinked: Set<BluetoothAddress> = []
 
     /// The ATT MTU said when BlueZ does not say one (the smallest there is).
     static let defaultMTU = 23
@@ -28,6 +31,7 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
         self.server = server
         driver.onGuestUnlinked = { [unowned self] address in
             forget(address)
+            if uncacheWhenUnlinked.remove(address) != nil { driver.uncache(address) }
             server.unlinked(address)
         }
         driver.onGuestValue = { [unowned self] characteristic, value in
@@ -97,6 +101,27 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
             subscribe(path, address, on: enable, done: answered)
         default:
             done(.failure(BlueZError(.notSupported, message: "not an operation of that attribute")))
+        }
+    }
+
+    /// Pairing asks birdctl's agent; unpairing forgets the device (its bond,
+    /// its cached services and so its link); the cache goes with the
+    /// device's object once the link is down, as ESP-IDF's cleaning takes
+    /// effect at the next link. BlueZ keeps a bonded device's cache with its
+    /// bond: clearing it is refused (unpairing clears both).
+    public func change(_ change: ProxiedLinks.DeviceChange, of address: BluetoothAddress, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
+        guard let device = devices[address] else { return done(.failure(BlueZError(.notConnected))) }
+        switch change {
+        case .pair:
+            driver.pairGuest(device, done: done)
+        case .unpair:
+            driver.unpairGuest(device, done: done)
+        case .clearCache:
+            guard driver.bluez.tree.device(device)?.paired != true else {
+                return done(.failure(BlueZError(.notSupported, message: "BlueZ keeps a bonded device's cache with its bond")))
+            }
+            uncacheWhenUnlinked.insert(address)
+            done(.success(()))
         }
     }
 

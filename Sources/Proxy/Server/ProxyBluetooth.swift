@@ -16,4 +16,6 @@ public protocol ProxyBluetooth: AnyObject {
     func perform(
         _ operation: ProxiedLinks.Operation, on address: BluetoothAddress,
         done: @escaping @Sendable (Result<ProxiedLinks.Outcome, BlueZError>) -> Void)
+    /// Pairs, unpairs or clears the cache of a linked device.
+    func change(_ change: ProxiedLinks.DeviceChange, of address: BluetoothAddress, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void)
 }

@@ -169,6 +169,15 @@ public final class ProxyServer: @unchecked Sendable {
                     guard let self else { return }
                     perform(links.performed(client, address, operation, result))
                 }
+            case .change(let client, let address, let change):
+                guard let bluetooth else {
+                    perform(links.changed(client, address, change, .failure(BlueZError(.notReady))))
+                    continue
+                }
+                bluetooth.change(change, of: address) { [weak self] result in
+                    guard let self else { return }
+                    perform(links.changed(client, address, change, result))
+                }
             }
         }
     }

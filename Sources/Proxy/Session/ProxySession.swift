@@ -42,10 +42,11 @@ public struct ProxySession {
     }
 
     /// What the proxy can do, as the API's feature flags: advertisements
-    /// (raw), connections. Not said: remote caching (Home Assistant would
-    /// write notification configurations itself, which BlueZ does not let a
-    /// client do), pairing, cache clearing.
-    public static let featureFlags: UInt32 = 1 | 2 | 32  // PASSIVE_SCAN, ACTIVE_CONNECTIONS, RAW_ADVERTISEMENTS
+    /// (raw), connections, pairing, cache clearing. Not said: remote caching
+    /// (Home Assistant would keep the services itself and skip asking for
+    /// them on a new link).
+    // PASSIVE_SCAN, ACTIVE_CONNECTIONS, PAIRING, CACHE_CLEARING, RAW_ADVERTISEMENTS
+    public static let featureFlags: UInt32 = 1 | 2 | 8 | 16 | 32
 
     /// The API version answered (aioesphomeapi reads the feature flags from 1.9 on).
     static let apiVersion = (major: UInt32(1), minor: UInt32(9))
