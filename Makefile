@@ -214,8 +214,8 @@ static-link: deps
 # in a build folder of its own. The build and the tests' build catch what a
 # newer Swift accepts and 6.0 does not (make test runs these). The release
 # build (release-swift60), the Makefile's own with every flag, runs in the
-# root's make with the root's packages, without the git revision (a new one
-# compiles every module again); it adds about 3.5 minutes, so make test leaves it out.
+# root's make with the root's packages, without the git revision; it adds
+# about 3.5 minutes, so make test leaves it out.
 SWIFT60_ROOT := .build/swift60-root
 SWIFT60_RECIPE := dist/debian-swift/trixie.recipe
 SWIFT60_SCRATCH := .build/swift60

@@ -115,6 +115,16 @@ struct GuestLinksTests {
         #expect(fleet.linksUp == 0 && fleet.guestSlots == (0, 0))
     }
 
+    /// A link being undone when Bluetooth goes is said down too: its guest waits to hear it.
+    @Test func bluetoothGoneEndsALinkBeingUndone() throws {
+        var fleet = Self.fleet(links: 3)
+        let id = try #require(Self.connectID(fleet.guestConnect(Self.sensor, device: Self.sensorPath) + fleet.timerFired(.connectGap), Self.sensorPath))
+        _ = fleet.connectReplied(id, .success(()))
+        _ = fleet.servicesResolved(device: Self.sensorPath, characteristics: [:])
+        _ = fleet.guestDisconnect(Self.sensor)
+        #expect(fleet.bluetoothUnavailable(BlueZError(.bluetoothdNotRunning)).contains(.guestUnlinked(Self.sensor)))
+    }
+
     /// A bird's address is never a guest's, and one guest link per device.
     @Test func oneLinkPerDevice() {
         var fleet = Self.fleet(birds: 1, links: 3)

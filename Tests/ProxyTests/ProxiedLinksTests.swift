@@ -176,6 +176,19 @@ struct ProxiedLinksTests {
         #expect(try Self.sent(Array(answered.suffix(1)), to: 1, as: BluetoothDeviceConnectionResponse.self).map(\.connected) == [false])
     }
 
+    /// A request for the device while an end is held for the unpairing's
+    /// answer: the end is said first, once.
+    @Test func anEndHeldForAnUnpairingIsSaidOnce() throws {
+        var links = Self.linked()
+        _ = links.requested(1, Self.connect(Self.sensor, .unpair), free: false)
+        _ = links.unlinked(Self.sensor)
+        let disconnect = links.requested(1, Self.connect(Self.sensor, .disconnect), free: false)
+        #expect(try Self.sent(disconnect, to: 1, as: BluetoothDeviceConnectionResponse.self).map(\.connected) == [false, false])
+        let answered = links.changed(1, Self.sensor, .unpair, .success(()))
+        #expect(answered.count == 1)
+        #expect(try Self.sent(answered, to: 1, as: BluetoothDeviceUnpairingResponse.self).count == 1)
+    }
+
     /// Another client's device, or none: answered as not connected, nothing done.
     @Test func changesNeedTheClientsOwnLink() throws {
         var links = Self.linked()

@@ -39,21 +39,27 @@ extension CentralDriver {
     }
 
     /// Pairs the guest's linked device (birdctl's agent answers for it: Just
-    /// Works, unless the watch asks a person, who is asked only about birds).
-    /// bluetoothd 5.66 may leave a Pair unanswered whose bonding completed:
-    /// a device found paired when it fails counts as paired.
+    /// Works, unless the watch asks a person, who is asked only about birds),
+    /// within `guestPairLimit`. bluetoothd 5.66 may leave a Pair unanswered
+    /// whose bonding completed: a device found paired when it fails counts
+    /// as paired; one that is not has its pairing cancelled.
     public func pairGuest(_ device: ObjectPath, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
         loop.assertInLoop()
         withAgent { [self] registered in
             guard case .success = registered else { return done(registered) }
-            client.perform(.pair(device: device, timeout: fleet.configuration.pairTimeout)) { [self] result in
-                if case .failure(let error) = result, error.kind == .alreadyExists || client.tree.device(device)?.paired == true {
-                    return done(.success(()))
-                }
+            let limit = min(fleet.configuration.pairTimeout, Self.guestPairLimit)
+            client.perform(.pair(device: device, timeout: limit)) { [self] result in
+                guard case .failure(let error) = result else { return done(result) }
+                if error.kind == .alreadyExists || client.tree.device(device)?.paired == true { return done(.success(())) }
+                if error.kind == .timeout { client.perform(.cancelPairing(device: device)) { _ in } }
                 done(result)
             }
         }
     }
+
+    /// How long a guest's Pair may take: Home Assistant's client gives up
+    /// after 30 s, and must hear the answer before.
+    static let guestPairLimit = Duration.seconds(20)
 
     /// Forgets the guest's device on its adapter: its bond, its cached
     /// services and its link (BlueZ's RemoveDevice); the device is found

@@ -117,8 +117,8 @@ extension BirdFleet {
         guests.gone(on: adapter).flatMap { guest -> [Action] in
             switch guest.phase {
             case .waiting, .connecting: [.guestFailed(guest.address, BlueZError(.notReady, message: "the adapter went"))]
-            case .up: [.guestUnlinked(guest.address)]
-            case .closing: []
+            // One being undone is down too: the guest waits to be told so.
+            case .up, .closing: [.guestUnlinked(guest.address)]
             }
         }
     }

@@ -252,9 +252,9 @@ public struct BirdCentral: Sendable {
     /// read's reply (AcquireNotify's socket, past dbus-daemon): arriving
     /// before the reply, it may still be newer than the value read. Each such
     /// one is kept and reported after the read, in order (none is lost, and
-    /// the newest value is the last one printed); the first one that holds
-    /// the bytes the read returned is that same update, so it and those
-    /// before it (older than the value read) are dropped.
+    /// the newest value is the last one printed), except those up to the last
+    /// one that holds the bytes the read returned: that is the update the
+    /// read reported, and those before it are older (see `BirdLink.readCompleted`).
     public mutating func valueChanged(
         _ characteristic: ObjectPath, _ raw: [UInt8], mtu: Int? = nil, ordered: Bool = true
     ) -> [Action] {

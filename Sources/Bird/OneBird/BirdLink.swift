@@ -69,6 +69,13 @@ struct BirdLink: Sendable {
     private struct HeldNotification: Hashable, Sendable {
         var raw: [UInt8]
         var mtu: Int?
+
+        /// Whether it may be the notification of `value` (cut at the MTU, its beginning).
+        func isCopy(of value: [UInt8]) -> Bool {
+            if raw == value { return true }
+            guard let mtu, mtu > 3, raw.count >= mtu - 3 else { return false }
+            return value.starts(with: raw)
+        }
     }
 
     /// Connect succeeded: the link, waiting for its services (`birdctl pair`: pairing at once).
@@ -276,12 +283,14 @@ struct BirdLink: Sendable {
         guard case .next(var actions) = settled,
             var held = heldNotifications.removeValue(forKey: field), let path = link.characteristics[field]
         else { return settled }
-        // A held one with the bytes the read returned is the update the read
-        // reported (its notification overtook the reply), and those before it
-        // are older than the value read: they are dropped, and those after it
-        // reported. The first such one is taken: a value that comes back
-        // later is a newer update. With none, the read came before them all.
-        if case .success(let raw) = result, let same = held.firstIndex(where: { $0.raw == raw }) {
+        // The held ones sent before the read was served end with the value it
+        // returned; those after are newer. Bytes cannot tell which copy of a
+        // repeated value was that one: the last copy is taken, so nothing
+        // older than the value read follows it (a newer value between two
+        // copies is lost instead). A notification that may be cut at the MTU
+        // is a copy when the value read begins with it. With no copy, the
+        // read was served before them all.
+        if case .success(let raw) = result, let same = held.lastIndex(where: { $0.isCopy(of: raw) }) {
             held.removeFirst(same + 1)
         }
         for (index, notification) in held.enumerated() {

@@ -103,6 +103,13 @@ public struct ProxiedLinks: Sendable {
         guard let address = BluetoothAddress(value: request.address) else {
             return [Self.connection(client, request.address, connected: false, error: Self.invalidArgument)]
         }
+        // An end held for an unpairing's answer is said before anything new of the device.
+        guard let held = endsAfterUnpairing[address], held.client == client else { return answer(client, request, address, free: free) }
+        endsAfterUnpairing[address] = nil
+        return [held.end] + answer(client, request, address, free: free)
+    }
+
+    private mutating func answer(_ client: Client, _ request: BluetoothDeviceRequest, _ address: BluetoothAddress, free: Bool) -> [Action] {
         switch request.requestType {
         case .connect, .connectV3WithCache, .connectV3WithoutCache:
             if let link = links[address] {
