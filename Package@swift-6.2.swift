@@ -104,7 +104,7 @@ package.targets += [
             "Bird", "BlueZ", "DBus", .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
         ],
         exclude: ["Messages/api.proto"]),
-    .executableTarget(name: "birdctl-proxy", dependencies: ["BirdctlCLI", "Proxy", "Bird", "BlueZ", "DBus"]),
+    .executableTarget(name: "birdctl-proxy", dependencies: ["BirdctlCLI", "Proxy", "Health", "Bird", "BlueZ", "DBus"]),
     .testTarget(
         name: "ProxyTests",
         dependencies: [

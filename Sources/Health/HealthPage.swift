@@ -21,16 +21,17 @@ public struct GatewayHealth: Sendable {
 public enum HealthPage {
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    /// The page of a command: the sections it has (`watch`: adapters, birds
-    /// and the gateway; `scan`: adapters; `serve`: the peripheral), and the process.
+    /// The page of a command: the sections it has (`watch`: adapters, birds,
+    /// the gateway and the proxy; `scan`: adapters; `serve`: the peripheral), and the process.
     public static func render(
-        adapters: [AdapterHealth]?, birds: BirdHealth?, gateway: GatewayHealth?, peripheral: PeripheralHealth?,
-        process: ProcessUsage, now: MonotonicInstant
+        adapters: [AdapterHealth]?, birds: BirdHealth?, gateway: GatewayHealth?, proxy: ProxyHealth? = nil,
+        peripheral: PeripheralHealth?, process: ProcessUsage, now: MonotonicInstant
     ) -> String {
         var page = Exposition()
         if let adapters { adapterFamilies(adapters, into: &page) }
         if let birds { birdFamilies(birds, now: now, into: &page) }
         if let peripheral { peripheralFamilies(peripheral, into: &page) }
+        if let proxy { proxyFamilies(proxy, into: &page) }
         if let gateway {
             page.family("birdctl_mqtt_queued_messages", .gauge, help: "Messages waiting for the MQTT broker or not yet acknowledged.")
             page.sample("birdctl_mqtt_queued_messages", gateway.queued)
@@ -87,6 +88,21 @@ public enum HealthPage {
         for adapter in adapters { page.sample("birdctl_discovery_stalls_total", adapter.discoveryStalls, labels: ["adapter": adapter.name]) }
         page.family("birdctl_adapter_resets_total", .counter, help: "Times the adapter was powered off and on because nothing came through it.")
         for adapter in adapters { page.sample("birdctl_adapter_resets_total", adapter.resets, labels: ["adapter": adapter.name]) }
+    }
+
+    private static func proxyFamilies(_ proxy: ProxyHealth, into page: inout Exposition) {
+        page.family("birdctl_proxy_clients", .gauge, help: "Home Assistant's API clients connected to the proxy.")
+        page.sample("birdctl_proxy_clients", proxy.clients)
+        page.family("birdctl_proxy_clients_dropped_total", .counter, help: "Clients the proxy dropped: a bad key or frame, silence, too slow.")
+        page.sample("birdctl_proxy_clients_dropped_total", proxy.clientsDropped)
+        page.family("birdctl_proxy_advertisements_total", .counter, help: "Advertisements passed on to the clients that asked for them.")
+        page.sample("birdctl_proxy_advertisements_total", proxy.advertisements)
+        page.family("birdctl_proxy_links", .gauge, help: "Home Assistant's links through the proxy, up or being made.")
+        page.sample("birdctl_proxy_links", proxy.links)
+        page.family("birdctl_proxy_connects_total", .counter, help: "Connects Home Assistant asked for, by how they ended (linked, failed, no_slot).")
+        for (result, count) in proxy.connects.sorted(by: { $0.key < $1.key }) {
+            page.sample("birdctl_proxy_connects_total", count, labels: ["result": result])
+        }
     }
 
     private static func peripheralFamilies(_ peripheral: PeripheralHealth, into page: inout Exposition) {

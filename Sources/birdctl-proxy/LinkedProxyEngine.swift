@@ -2,6 +2,7 @@ import Bird
 import BirdctlCLI
 import BlueZ
 import DBus
+import Health
 import Proxy
 
 /// The proxy as the CLI's `ProxyEngine`: the server on the loop, Home
@@ -39,4 +40,10 @@ final class LinkedProxyEngine: ProxyEngine, @unchecked Sendable {
     }
 
     func stop() { server.stop() }
+
+    var health: ProxyHealth {
+        ProxyHealth(
+            clients: server.clientCount, clientsDropped: server.clientsDropped, advertisements: server.advertisementsPassedOn,
+            links: server.linkCount, connects: Dictionary(uniqueKeysWithValues: server.connectsEnded.map { ($0.key.rawValue, $0.value) }))
+    }
 }

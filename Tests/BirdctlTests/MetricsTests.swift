@@ -110,37 +110,16 @@ struct MetricsTests {
 
     /// The page at `port`, which must be served and pass `promtool check metrics`.
     static func checkedPage(port: Int) async throws -> String {
-        let page = try await get("http://127.0.0.1:\(port)/metrics")
+        let page = try await MetricsPage.get("http://127.0.0.1:\(port)/metrics")
         #expect(page.status == 200, "\(page.body)")
-        let pageFile = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
-        defer { try? FileManager.default.removeItem(at: pageFile) }
-        try page.body.write(to: pageFile, atomically: true, encoding: .utf8)
-        let checked = try await offThePool { try ChildProcess.run("/bin/sh", ["-c", "promtool check metrics < '\(pageFile.path)' 2>&1"]) }
-        #expect(checked.status == 0, "promtool: \(checked.stdout)")
+        let checked = try await MetricsPage.promtool(page.body)
+        #expect(checked.status == 0, "promtool: \(checked.output)")
         return page.body
     }
 
-    /// The port birdctl said it serves metrics on.
-    static func metricsPort(of watch: BirdctlProcess) async -> Int? {
-        let said = "serving metrics at 127.0.0.1:"
-        guard await watch.stderr(contains: said, within: .seconds(30)),
-            let range = watch.stderr.range(of: said)
-        else { return nil }
-        return Int(watch.stderr[range.upperBound...].prefix { $0.isNumber })
-    }
+    static func metricsPort(of watch: BirdctlProcess) async -> Int? { await MetricsPage.port(of: watch) }
 
-    /// An HTTP GET through Python's urllib: the status and the body.
-    static func get(_ url: String) async throws -> (status: Int, body: String) {
-        let script = """
-            import sys, urllib.request, urllib.error
-            try:
-                with urllib.request.urlopen(sys.argv[1], timeout=10) as r: print(r.status); sys.stdout.write(r.read().decode())
-            except urllib.error.HTTPError as e: print(e.code)
-            """
-        let run = try await offThePool { try ChildProcess.run("/usr/bin/python3", ["-c", script, url]) }
-        let status = Int(run.stdout.prefix { $0 != "\n" }) ?? 0
-        return (status, String(run.stdout.drop { $0 != "\n" }.dropFirst()))
-    }
+    static func get(_ url: String) async throws -> (status: Int, body: String) { try await MetricsPage.get(url) }
 }
 
 /// Debian's Prometheus server on a free loopback port, scraping birdctl every second.

@@ -104,6 +104,24 @@ struct HealthPageTests {
         #expect(peripheral.advertising == false && peripheral.notifyingFields.isEmpty)
     }
 
+    /// The proxy's section: its clients, links, advertisements and how
+    /// Home Assistant's connects ended (a fixed set of labels).
+    @Test func theProxysSection() {
+        let proxy = ProxyHealth(clients: 2, clientsDropped: 1, advertisements: 40, links: 1, connects: ["no_slot": 3, "linked": 4])
+        let lines = HealthPage.render(
+            adapters: [], birds: nil, gateway: nil, proxy: proxy, peripheral: nil, process: ProcessUsage.current(), now: .now
+        ).split(separator: "\n").map(String.init)
+        for line in [
+            "birdctl_proxy_clients 2", "birdctl_proxy_clients_dropped_total 1", "birdctl_proxy_advertisements_total 40",
+            "birdctl_proxy_links 1", "birdctl_proxy_connects_total{result=\"linked\"} 4", "birdctl_proxy_connects_total{result=\"no_slot\"} 3",
+            "# TYPE birdctl_proxy_connects_total counter",
+        ] {
+            #expect(lines.contains(line), "\(line) not in \(lines)")
+        }
+        let without = HealthPage.render(adapters: [], birds: nil, gateway: nil, peripheral: nil, process: ProcessUsage.current(), now: .now)
+        #expect(!without.contains("birdctl_proxy_"))
+    }
+
     /// BlueZ's error kinds as labels: snake case, from a closed set.
     @Test func errorKindsAreSnakeCaseLabels() {
         #expect(BlueZError.Kind.inProgress.label == "in_progress")

@@ -189,6 +189,16 @@ struct ProxiedLinksTests {
         #expect(try Self.sent(answered, to: 1, as: BluetoothDeviceUnpairingResponse.self).count == 1)
     }
 
+    /// How connects ended, for the health page: linked, failed, no slot.
+    @Test func connectsAreCountedByHowTheyEnded() {
+        var links = Self.linked()
+        _ = links.requested(2, Self.connect(Self.other), free: false)
+        _ = links.requested(2, Self.connect(Self.other), free: true)
+        _ = links.unlinked(Self.other, failure: BlueZError(.timeout))
+        _ = links.unlinked(Self.sensor)
+        #expect(links.connectsEnded == [.linked: 1, .failed: 1, .noSlot: 1])
+    }
+
     /// Another client's device, or none: answered as not connected, nothing done.
     @Test func changesNeedTheClientsOwnLink() throws {
         var links = Self.linked()

@@ -138,9 +138,9 @@ struct ProxyConnectionTests {
     }
 
     /// A watch with the proxy, and a client holding a link to the thermometer through it.
-    static func holding() async throws -> (fake: FakeBlueZ, watch: BirdctlProcess, client: ChildProcess, stdout: FileHandle) {
+    static func holding(_ options: [String] = []) async throws -> (fake: FakeBlueZ, watch: BirdctlProcess, client: ChildProcess, stdout: FileHandle) {
         let fake = try await Self.fake()
-        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"] + options, environment: fake.environment)
         let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
         let client = try ChildProcess(
             ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, "--hold"], stdout: .pipe, stderr: .pipe)
@@ -148,6 +148,33 @@ struct ProxyConnectionTests {
         #expect(try #require(readLine(from: stdout), "not connected; birdctl said: \(watch.stderr)").contains("connected"))
         #expect(try await Self.connected(fake, Self.thermometer))
         return (fake, watch, client, stdout)
+    }
+
+    /// `--metrics` beside `--proxy`: the page shows Home Assistant's
+    /// clients and links, and a client dropped for what it sent.
+    @Test func theHealthPageShowsTheProxy() async throws {
+        let (fake, watch, client, _) = try await Self.holding(["--metrics", "127.0.0.1:0"])
+        let metrics = try #require(await MetricsPage.port(of: watch), "\(watch.stderr)")
+        let page = try await MetricsPage.get("http://127.0.0.1:\(metrics)/metrics").body
+        let lines = page.split(separator: "\n")
+        for line in ["birdctl_proxy_clients 1", "birdctl_proxy_links 1", "birdctl_proxy_connects_total{result=\"linked\"} 1"] {
+            #expect(lines.contains(Substring(line)), "\(line) not in \(page)")
+        }
+        let checked = try await MetricsPage.promtool(page)
+        #expect(checked.status == 0, "promtool: \(checked.output)")
+        // A client whose first byte is no frame's is dropped.
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch))
+        let garbage = "import socket, sys; s = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); s.sendall(b'\\x05\\x00\\x00'); s.recv(1)"
+        _ = try ChildProcess.run("/usr/bin/python3", ["-c", garbage, String(port)])
+        client.kill()
+        _ = await client.exited()
+        #expect(try await poll { try await !Self.connected(fake, Self.thermometer) })
+        let after = try await MetricsPage.get("http://127.0.0.1:\(metrics)/metrics").body.split(separator: "\n")
+        for line in ["birdctl_proxy_clients 0", "birdctl_proxy_links 0", "birdctl_proxy_clients_dropped_total 1"] {
+            #expect(after.contains(Substring(line)), "\(line) not in \(after)")
+        }
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
     }
 
     @Test func aClientKilledMidConnectionTakesItsLinkWithIt() async throws {

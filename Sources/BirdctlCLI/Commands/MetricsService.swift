@@ -20,6 +20,7 @@ final class MetricsService: @unchecked Sendable {
     /// What the page shows of the adapters (watch, scan) and of the gateway, asked at each scrape.
     var adapters: () -> [AdapterHealth] = { [] }
     var gateway: (() -> GatewayHealth)?
+    var proxy: (() -> ProxyHealth?)?
 
     init(_ endpoint: ListenEndpoint, for command: Command) { (self.endpoint, self.command) = (endpoint, command) }
 
@@ -65,6 +66,6 @@ final class MetricsService: @unchecked Sendable {
     private func page() -> String {
         HealthPage.render(
             adapters: command == .serve ? nil : adapters(), birds: command == .watch ? birds : nil, gateway: gateway?(),
-            peripheral: command == .serve ? peripheral : nil, process: .current(), now: .now)
+            proxy: proxy?() ?? nil, peripheral: command == .serve ? peripheral : nil, process: .current(), now: .now)
     }
 }

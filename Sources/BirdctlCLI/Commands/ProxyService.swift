@@ -2,6 +2,7 @@ import Bird
 import BlueZ
 import Formats
 import Glibc
+import Health
 import Loop
 
 /// The proxy's libraries (swift-protobuf, swift-crypto, Foundation's
@@ -25,6 +26,8 @@ public protocol ProxyEngine: AnyObject {
     func heard(_ device: Device)
     /// Says goodbye to each client and closes.
     func stop()
+    /// What the health page shows of it (`--metrics`).
+    var health: ProxyHealth { get }
 }
 
 /// Who the proxy says it is (ESPHome's device info).
@@ -149,6 +152,9 @@ final class ProxyService: @unchecked Sendable {
     func heard(_ device: Device) { running?.heard(device) }
 
     func stop() { running?.stop() }
+
+    /// The proxy's section of the health page, once it runs.
+    var health: ProxyHealth? { running?.health }
 
     /// Who the proxy is: `birdctl-HOSTNAME`, known by its first adapter's
     /// address; nil while no adapter has one.

@@ -156,6 +156,7 @@ enum WatchCommand {
             if let metrics {
                 metrics.adapters = { [unowned driver] in driver.adapterHealth() }
                 if let gateway { metrics.gateway = { [unowned gateway] in gateway.health } }
+                if let proxy { metrics.proxy = { [unowned proxy] in proxy.health } }
             }
             if let proxy {
                 proxy.central = driver

@@ -77,6 +77,14 @@ public struct ProxiedLinks: Sendable {
 
     public static let maximumPending = 16
 
+    /// How the connects asked for ended, for the health page.
+    public enum ConnectEnd: String, Sendable, CaseIterable {
+        case linked, failed
+        /// Refused at once: no slot was free.
+        case noSlot = "no_slot"
+    }
+    public private(set) var connectsEnded: [ConnectEnd: Int] = [:]
+
     private(set) var links: [BluetoothAddress: Link] = [:]
     /// The end of a link that went while its unpairing was out, said after
     /// the unpairing's answer (aioesphomeapi fails an unpairing whose link
@@ -120,7 +128,10 @@ public struct ProxiedLinks: Sendable {
                 return []
             }
             // ESPHome's answer when it has no slot: not connected, no error.
-            guard free else { return [Self.connection(client, request.address, connected: false)] }
+            guard free else {
+                connectsEnded[.noSlot, default: 0] += 1
+                return [Self.connection(client, request.address, connected: false)]
+            }
             links[address] = Link(client: client, phase: .connecting)
             return [.connect(address, randomAddress: request.hasAddressType_p ? request.addressType == 1 : nil)]
         case .disconnect:
@@ -233,6 +244,7 @@ public struct ProxiedLinks: Sendable {
         guard let link = links[address], link.phase == .connecting else { return [] }
         let mtu = UInt32(clamping: mtu)
         links[address]?.phase = .up(mtu: mtu)
+        connectsEnded[.linked, default: 0] += 1
         return [Self.connection(link.client, address.value, connected: true, mtu: mtu)]
     }
 
@@ -241,6 +253,7 @@ public struct ProxiedLinks: Sendable {
     /// slot is free.
     public mutating func unlinked(_ address: BluetoothAddress, failure: BlueZError? = nil) -> [Action] {
         guard let link = links.removeValue(forKey: address) else { return [] }
+        if link.phase == .connecting { connectsEnded[.failed, default: 0] += 1 }
         let error = failure.map { Self.connectCode($0) } ?? 0
         let end = Self.connection(link.client, address.value, connected: false, error: link.phase == .connecting ? error : 0)
         guard !link.unpairing else {

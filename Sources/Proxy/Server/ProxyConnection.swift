@@ -29,18 +29,18 @@ final class ProxyConnection {
     private(set) var session: ProxySession
     private var lastHeard = MonotonicInstant.now
     private var watchdog: EventLoop.TimerID?
-    private let said: (String) -> Void
+    private let dropped: (String) -> Void
     /// What the session asks of the proxy's Bluetooth side (devices heard,
     /// slots, links and GATT requests), for the server.
     var onBluetooth: (ProxySession.Action) -> Void = { _ in }
 
-    /// `key`: the 32-byte pre-shared key (nil: plaintext). `said` gets a
-    /// line for the log when the connection ends for a reason.
-    init(stream: StreamConnection, loop: EventLoop, key: [UInt8]?, identity: ProxySession.Identity, said: @escaping (String) -> Void) {
+    /// `key`: the 32-byte pre-shared key (nil: plaintext). `dropped` gets
+    /// the reason when the proxy drops the client (not when it says goodbye).
+    init(stream: StreamConnection, loop: EventLoop, key: [UInt8]?, identity: ProxySession.Identity, dropped: @escaping (String) -> Void) {
         self.stream = stream
         self.loop = loop
         self.key = key
-        self.said = said
+        self.dropped = dropped
         reader = FrameReader(key == nil ? .plaintext : .noise)
         phase = key == nil ? .open(receive: nil, send: nil) : .awaitingClientHello
         session = ProxySession(identity)
@@ -77,7 +77,7 @@ final class ProxyConnection {
     }
 
     func close(_ reason: String) {
-        said(reason)
+        dropped(reason)
         stream.close()
     }
 
@@ -133,7 +133,10 @@ final class ProxyConnection {
             switch action {
             case .send(let type, let payload): sendFrame(type: type, payload: payload)
             case .close(let reason):
-                said(reason)
+                dropped(reason)
+                phase = .closed
+                stream.closeAfterSending()
+            case .end:
                 phase = .closed
                 stream.closeAfterSending()
             case .sendDevicesHeard, .sendSlots, .device, .gatt:
@@ -164,7 +167,7 @@ final class ProxyConnection {
     /// frame of 1 and the reason); once its frames are encrypted, or in
     /// plaintext, it is just dropped.
     private func reject(_ reason: String) {
-        said(reason)
+        dropped(reason)
         var handshaking = true
         if case .open = phase { handshaking = false }
         if key != nil && handshaking { stream.send(FrameWriter.noise([1] + Array(reason.utf8))) }

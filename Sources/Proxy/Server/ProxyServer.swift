@@ -43,6 +43,14 @@ public final class ProxyServer: @unchecked Sendable {
     public var devicesHeard: () -> [BluetoothLERawAdvertisement] = { [] }
     public var port: UInt16 { server.port }
     public var clientCount: Int { connections.count }
+    /// Clients the proxy dropped (a bad key or frame, silence, too slow), not those that said goodbye.
+    public private(set) var clientsDropped = 0
+    /// Advertisements passed on to the clients that asked (each counted once).
+    public private(set) var advertisementsPassedOn = 0
+    /// Home Assistant's links up or being made.
+    public var linkCount: Int { links.linkCount }
+    /// How Home Assistant's connects ended.
+    public var connectsEnded: [ProxiedLinks.ConnectEnd: Int] { links.connectsEnded }
 
     /// `identify` says who the proxy is, asked as each client comes until it
     /// answers (nil: not known yet, e.g. no adapter yet; the client is
@@ -63,7 +71,9 @@ public final class ProxyServer: @unchecked Sendable {
                 return stream.close()
             }
             let connection = ProxyConnection(stream: stream, loop: loop, key: configuration.key?.bytes, identity: identity) {
-                said("proxy: a client was dropped: \($0)")
+                [unowned self] reason in
+                clientsDropped += 1
+                said("proxy: a client was dropped: \(reason)")
             }
             let client = nextClient
             nextClient += 1
@@ -138,7 +148,7 @@ public final class ProxyServer: @unchecked Sendable {
             slotsChanged()
         case .gatt(let address, let operation):
             perform(links.requested(client, address, operation))
-        case .send, .close:
+        case .send, .close, .end:
             break
         }
     }
@@ -184,7 +194,9 @@ public final class ProxyServer: @unchecked Sendable {
 
     private func flush() {
         guard !pending.isEmpty else { return }
-        send(pending, to: connections.values.filter { $0.isOpen && $0.session.advertisementsWanted })
+        let subscribers = connections.values.filter { $0.isOpen && $0.session.advertisementsWanted }
+        if !subscribers.isEmpty { advertisementsPassedOn += pending.count }
+        send(pending, to: subscribers)
         pending.removeAll(keepingCapacity: true)
     }
 

@@ -28,8 +28,10 @@ public struct ProxySession {
     public enum Action: Equatable, Sendable {
         /// A message to the client, encoded (its type number and protobuf bytes).
         case send(type: UInt32, payload: [UInt8])
-        /// End the connection (after what was sent before), for this reason.
+        /// Drop the client (after what was sent before), for this reason.
         case close(String)
+        /// The client said goodbye: end the connection once the answer is sent.
+        case end
         /// The client subscribed to advertisements: send it what is heard
         /// now (BlueZ signals a device again only when what it heard changes).
         case sendDevicesHeard
@@ -96,7 +98,7 @@ public struct ProxySession {
                 return [try Self.send(PingResponse())]
             case DisconnectRequest.messageType:
                 _ = try DisconnectRequest(serializedBytes: payload)
-                return [try Self.send(DisconnectResponse()), .close("the client said goodbye")]
+                return [try Self.send(DisconnectResponse()), .end]
             case SubscribeBluetoothLEAdvertisementsRequest.messageType:
                 let request = try SubscribeBluetoothLEAdvertisementsRequest(serializedBytes: payload)
                 guard request.flags & 1 != 0 else {
