@@ -55,7 +55,7 @@ let package = Package(
         // The tests' children: started with posix_spawn, reaped, killed with the test process; birdctl's runner.
         .target(name: "TestProcesses", dependencies: ["CTestSupport"]),
         // A private dbus-daemon and the fake BlueZ of fixtures/ on it.
-        .target(name: "FakeBlueZSupport", dependencies: ["DBus", "BlueZ", "TestProcesses"]),
+        .target(name: "FakeBlueZSupport", dependencies: ["DBus", "BlueZ", "Loop", "TestProcesses"]),
         // mosquitto on a free port, its clients, a test CA.
         .target(name: "MosquittoSupport", dependencies: ["CTestSupport", "TestProcesses"]),
         // A test run in miniature (a bus, the fake, a birdctl watch) for the test that kills it.

@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import Loop
 
 // Tests await replies; birdctl itself never does (its commands run on the
 // event loop's callbacks), so these live here and birdctl links no Swift
@@ -38,6 +39,22 @@ extension BlueZClient {
     public func snapshot() async -> ObjectTree {
         await withCheckedContinuation { continuation in
             connection.loop.execute { [self] in continuation.resume(returning: tree) }
+        }
+    }
+}
+
+extension EventLoop {
+    /// Runs `body` on the loop and waits for it; its error is thrown here.
+    public func runAndWait(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            execute {
+                do {
+                    try body()
+                    continuation.resume()
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
         }
     }
 }

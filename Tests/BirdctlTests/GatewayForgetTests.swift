@@ -22,7 +22,7 @@ struct GatewayForgetTests {
         let connection = try bus.connect()
         let arguments = try Arguments(["--mqtt", broker.url(prefix: "gw")], accepting: WatchCommand.command.options)
         let gateway = MQTTGateway(try #require(try GatewayOptions(arguments, environment: [:])).configuration, loop: connection.loop)
-        try await onLoop(connection.loop) {
+        try await connection.loop.runAndWait {
             gateway.start()
             for bird in [Self.robin, Self.wren] {
                 gateway.handle(.connected(bird))
@@ -37,7 +37,7 @@ struct GatewayForgetTests {
         let before = try await broker.retained("#")
         #expect(before["gw/\(bird)/alpha"] == "0.8" && before["homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config"] != nil)
 
-        try await onLoop(connection.loop) { gateway.forget(address: BluetoothAddress(bird)!) }
+        try await connection.loop.runAndWait { gateway.forget(address: BluetoothAddress(bird)!) }
         // The last of what it clears (mosquitto_sub shows an empty payload as "(null)").
         _ = try await subscriber.messages(until: {
             $0.topic == "homeassistant/sensor/birdctl_gw_F00DB17D0001_alpha/config" && $0.payload == "(null)"
@@ -55,19 +55,5 @@ struct GatewayForgetTests {
         #expect(after["gw/F0:0D:B1:7D:00:02/alpha"] == "0.8" && after["gw/F0:0D:B1:7D:00:02/status"] == "offline")
         #expect(after["homeassistant/sensor/birdctl_gw_F00DB17D0002_alpha/config"] != nil)
         #expect(after["gw/status"] == "offline" && after["homeassistant/binary_sensor/birdctl_gw/config"] != nil)
-    }
-
-    /// Runs `body` on the loop and waits for it.
-    private func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-            loop.execute {
-                do {
-                    try body()
-                    continuation.resume()
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-        }
     }
 }

@@ -37,18 +37,7 @@ struct ProxyEndToEndTests {
             }
         }
 
-        func on(_ body: @escaping @Sendable () throws -> Void) async throws {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-                loop.execute {
-                    do {
-                        try body()
-                        continuation.resume()
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }
-            }
-        }
+        func on(_ body: @escaping @Sendable () throws -> Void) async throws { try await loop.runAndWait(body) }
 
         /// The server stopped on its loop, then the loop.
         func stop() async throws {
