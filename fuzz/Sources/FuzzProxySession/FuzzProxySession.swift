@@ -20,7 +20,11 @@ import SwiftProtobuf
 /// per device; a connect only for a device no one holds, a disconnect
 /// only for a device of the client's; a GATT operation performed only on the
 /// client's link that is up, at most `maximumPending` (16) out per client
-/// (the 17th refused as busy), otherwise an error; linked, unlinked and gone
+/// (the 17th refused as busy), otherwise an error; pairing, unpairing and
+/// cache clearing asked of the client's link that is up, otherwise answered
+/// with an error, and each answered once it ends; a link that ends while its
+/// unpairing is out is said after the unpairing's answer (or before the
+/// client's next request of that device), once; linked, unlinked and gone
 /// answer only for the links they concern; messages go only to clients
 /// still there; `linkCount` and `addresses` are the model's.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -51,7 +55,11 @@ private struct World {
 
     // The model.
     enum Phase: Equatable { case connecting, up, disconnecting }
-    var model: [BluetoothAddress: (client: ProxiedLinks.Client, phase: Phase)] = [:]
+    var model: [BluetoothAddress: (client: ProxiedLinks.Client, phase: Phase, unpairing: Bool)] = [:]
+    /// Changes asked and not yet ended, oldest first.
+    var changes: [(client: ProxiedLinks.Client, address: BluetoothAddress, change: ProxiedLinks.DeviceChange)] = []
+    /// Links that ended while their unpairing was out: the client to tell.
+    var heldEnds: [BluetoothAddress: ProxiedLinks.Client] = [:]
     /// Operations performed and not yet ended, oldest first.
     var out: [(client: ProxiedLinks.Client, address: BluetoothAddress, operation: ProxiedLinks.Operation)] = []
 
@@ -105,6 +113,7 @@ private struct World {
                 require(index == actions.count - 1, "actions after close")
                 require(!reason.isEmpty)
             }
+            if case .end = action { require(index == actions.count - 1, "actions after the end") }
         }
         if !Self.known.contains(type), sessions[slot].greeted, wasGreeted {
             require(actions.isEmpty, "an unknown type \(type) answered: \(actions)")
@@ -114,7 +123,7 @@ private struct World {
         for action in actions {
             switch action {
             case .send: break
-            case .close: gone(slot: slot)
+            case .close, .end: gone(slot: slot)
             case .sendDevicesHeard: require(sessions[slot].advertisementsWanted)
             case .sendSlots:
                 require(sessions[slot].slotsWanted)
@@ -133,6 +142,7 @@ private struct World {
         let actions = links.gone(client)
         require(actions == theirs.map { .disconnect($0) }, "gone: \(actions), expected disconnects of \(theirs)")
         for address in theirs { model[address] = nil }
+        heldEnds = heldEnds.filter { $0.value != client }
         clients[slot] = nextClient
         nextClient += 1
         sessions[slot] = fresh()
@@ -141,8 +151,14 @@ private struct World {
     // MARK: ProxiedLinks
 
     mutating func deviceRequest(_ client: ProxiedLinks.Client, _ request: BluetoothDeviceRequest, free: Bool) {
-        let actions = links.requested(client, request, free: free)
+        var actions = links.requested(client, request, free: free)
         let address = BluetoothAddress(value: request.address)
+        if let address, heldEnds[address] == client {
+            require(Self.connection(actions.first)?.connected == false, "the end held for an unpairing not said first: \(actions)")
+            apply(Array(actions.prefix(1)))
+            actions.removeFirst()
+            heldEnds[address] = nil
+        }
         let held = address.flatMap { model[$0] }
         switch request.requestType {
         case _ where address == nil:
@@ -156,7 +172,7 @@ private struct World {
                 }
             } else if free {
                 require(actions == [.connect(address!, randomAddress: request.hasAddressType_p ? request.addressType == 1 : nil)], "connect: \(actions)")
-                model[address!] = (client, .connecting)
+                model[address!] = (client, .connecting, false)
             } else {
                 require(actions.count == 1 && Self.connection(actions[0])?.connected == false, "no slot: \(actions)")
             }
@@ -167,8 +183,46 @@ private struct World {
             } else {
                 require(actions.count == 1 && Self.connection(actions[0])?.connected == false, "a disconnect of another's: \(actions)")
             }
-        default:
-            require(actions.count == 1 && Self.connection(actions[0])?.error != 0, "pairing or cache: \(actions)")
+        case .pair, .unpair, .clearCache:
+            let change: ProxiedLinks.DeviceChange = request.requestType == .pair ? .pair : request.requestType == .unpair ? .unpair : .clearCache
+            if let held, held.client == client, held.phase == .up {
+                require(actions == [.change(client, address!, change)], "\(change): \(actions)")
+                changes.append((client, address!, change))
+                if change == .unpair { model[address!]?.unpairing = true }
+            } else {
+                require(actions.count == 1 && Self.changeAnswer(actions[0], change)?.error != 0, "\(change) off the client's link: \(actions)")
+            }
+        case .UNRECOGNIZED:
+            require(actions.count == 1 && Self.connection(actions[0])?.error != 0, "an unknown request: \(actions)")
+        }
+        apply(actions)
+    }
+
+    /// A change out ends (the fuzzer picks which and how): answered once,
+    /// an end held for an unpairing said after its answer.
+    mutating func endChange(_ input: inout FuzzInput) {
+        let (client, address, change) = changes.remove(at: Int(input.byte()) % changes.count)
+        let result: Result<Void, BlueZError> = input.bool() ? .success(()) : .failure(BlueZError(Self.kinds[Int(input.byte()) % Self.kinds.count]))
+        let actions = links.changed(client, address, change, result)
+        guard clients.contains(client) else {
+            // Answered to a client gone (the server sends it nowhere); nothing else.
+            for action in actions {
+                guard case .send(let to, _, _) = action, to == client else { fatalError("a change of a client gone: \(actions)") }
+            }
+            return
+        }
+        let answer = actions.first.flatMap { Self.changeAnswer($0, change) }
+        require(answer != nil && (answer!.error == 0) == ((try? result.get()) != nil), "\(change) answered with \(actions)")
+        if change == .unpair {
+            if model[address]?.client == client { model[address]?.unpairing = false }
+            if heldEnds[address] == client {
+                require(actions.count == 2 && Self.connection(actions[1])?.connected == false, "the end held not said after the answer: \(actions)")
+                heldEnds[address] = nil
+            } else {
+                require(actions.count == 1, "unpaired: \(actions)")
+            }
+        } else {
+            require(actions.count == 1, "\(change): \(actions)")
         }
         apply(actions)
     }
@@ -190,8 +244,9 @@ private struct World {
         }
     }
 
-    /// An operation out ends (the fuzzer picks which and how).
+    /// An operation out ends (the fuzzer picks which and how), or a change.
     mutating func end(_ input: inout FuzzInput) {
+        if !changes.isEmpty && (out.isEmpty || input.bool()) { return endChange(&input) }
         guard !out.isEmpty else { return }
         let (client, address, operation) = out.remove(at: Int(input.byte()) % out.count)
         let result: Result<ProxiedLinks.Outcome, BlueZError>
@@ -241,7 +296,12 @@ private struct World {
         } else {
             let failure = input.bool() ? BlueZError(Self.kinds[Int(input.byte()) % Self.kinds.count]) : nil
             let actions = links.unlinked(address, failure: failure)
-            if let held {
+            if let held, held.unpairing {
+                // Said after the unpairing's answer.
+                require(actions.isEmpty, "unlinked while unpairing: \(actions)")
+                model[address] = nil
+                heldEnds[address] = held.client
+            } else if let held {
                 let told = Self.connection(actions.first)
                 require(actions.count == 1 && told?.connected == false, "unlinked: \(actions)")
                 require((told!.error != 0) == (held.phase == .connecting && failure != nil), "unlinked with error \(told!.error)")
@@ -275,6 +335,8 @@ private struct World {
             case .connect(let address, _): require(model[address]?.phase == .connecting)
             case .disconnect(let address): require(model[address].map { $0.phase == .disconnecting } ?? true)
             case .perform: fatalError("an operation performed unasked: \(action)")
+            case .change(let client, let address, _):
+                require(model[address].map { $0.client == client && $0.phase == .up } ?? false, "a change off the client's link: \(action)")
             }
         }
     }
@@ -303,6 +365,9 @@ private struct World {
         BluetoothGATTNotifyDataResponse.messageType: { (try? BluetoothGATTNotifyDataResponse(serializedBytes: $0)) != nil },
         BluetoothGATTErrorResponse.messageType: { (try? BluetoothGATTErrorResponse(serializedBytes: $0)) != nil },
         BluetoothConnectionsFreeResponse.messageType: { (try? BluetoothConnectionsFreeResponse(serializedBytes: $0)) != nil },
+        BluetoothDevicePairingResponse.messageType: { (try? BluetoothDevicePairingResponse(serializedBytes: $0)) != nil },
+        BluetoothDeviceUnpairingResponse.messageType: { (try? BluetoothDeviceUnpairingResponse(serializedBytes: $0)) != nil },
+        BluetoothDeviceClearCacheResponse.messageType: { (try? BluetoothDeviceClearCacheResponse(serializedBytes: $0)) != nil },
     ]
 
     static func decodes(_ type: UInt32, _ payload: [UInt8]) -> Bool { decoders[type]?(payload) ?? false }
@@ -314,6 +379,15 @@ private struct World {
 
     static func connection(_ action: ProxiedLinks.Action?) -> BluetoothDeviceConnectionResponse? {
         action.flatMap { decoded($0, as: BluetoothDeviceConnectionResponse.self) }
+    }
+
+    /// The answer to a change, as its response says it: whether it was made, and the error.
+    static func changeAnswer(_ action: ProxiedLinks.Action, _ change: ProxiedLinks.DeviceChange) -> (done: Bool, error: Int32)? {
+        switch change {
+        case .pair: decoded(action, as: BluetoothDevicePairingResponse.self).map { ($0.paired, $0.error) }
+        case .unpair: decoded(action, as: BluetoothDeviceUnpairingResponse.self).map { ($0.success, $0.error) }
+        case .clearCache: decoded(action, as: BluetoothDeviceClearCacheResponse.self).map { ($0.success, $0.error) }
+        }
     }
 
     static let kinds: [BlueZError.Kind] = [
