@@ -96,6 +96,8 @@ package.dependencies += [
 // place for `--proxy` (linked into birdctl, its libraries would raise every
 // command's memory).
 package.products.append(.executable(name: "birdctl-proxy", targets: ["birdctl-proxy"]))
+// The proxy as a library, for the fuzz package's targets.
+package.products.append(.library(name: "Proxy", targets: ["Proxy"]))
 package.targets += [
     // The proxy: frames, the Noise handshake, the API's messages (generated: dist/esphome/generate.sh).
     .target(

@@ -51,26 +51,18 @@ package.dependencies += [
     .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
     .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
 ]
+let proxy = Target.Dependency.product(name: "Proxy", package: "birdctl")
 package.targets += [
-    // The proxy's sources (a link to ../Sources/Proxy), built here because the
-    // main package has no Proxy product to depend on; its public API only.
-    .target(
-        name: "FuzzedProxy",
-        dependencies: [
-            .product(name: "Bird", package: "birdctl"), .product(name: "BlueZ", package: "birdctl"), .product(name: "DBus", package: "birdctl"),
-            .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "Crypto", package: "swift-crypto"),
-        ],
-        exclude: ["Messages/api.proto"]),
     // ESPHome's frames (plaintext and Noise) through FrameReader, cut anywhere.
-    .executableTarget(name: "FuzzProxyFrames", dependencies: ["FuzzMain", "FuzzSupport", "FuzzedProxy"]),
+    .executableTarget(name: "FuzzProxyFrames", dependencies: ["FuzzMain", "FuzzSupport", proxy]),
     // The responder's Noise handshake and its ciphers, against a small initiator of the target's own.
     .executableTarget(
         name: "FuzzNoiseHandshake",
-        dependencies: ["FuzzMain", "FuzzSupport", "FuzzedProxy", .product(name: "Crypto", package: "swift-crypto")]),
+        dependencies: ["FuzzMain", "FuzzSupport", proxy, .product(name: "Crypto", package: "swift-crypto")]),
     // Clients' messages through ProxySession, and its requests through ProxiedLinks.
     .executableTarget(
         name: "FuzzProxySession",
-        dependencies: ["FuzzMain", "FuzzSupport", "FuzzedProxy", .product(name: "Bird", package: "birdctl"),
+        dependencies: ["FuzzMain", "FuzzSupport", proxy, .product(name: "Bird", package: "birdctl"),
                        .product(name: "BlueZ", package: "birdctl"), .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
 ]
 #endif

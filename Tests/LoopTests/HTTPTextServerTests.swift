@@ -54,13 +54,46 @@ struct HTTPTextServerTests {
         #expect(Self.ask(port, "POST /metrics HTTP/1.1\r\n\r\n").hasPrefix("HTTP/1.1 405 "))
         #expect(Self.ask(port, "hello\r\n\r\n").hasPrefix("HTTP/1.1 400 "))
         #expect(Self.ask(port, "GET /metrics HTTP/1.1\r\n" + String(repeating: "X-Long: yes\r\n", count: 800)).hasPrefix("HTTP/1.1 431 "))
+        #expect(Self.listensHere(port), "the running server's listener is not seen")
         _ = await onLoop(loop) { ready in
             server.stop()
             ready()
         }
-        // Stopped, it serves nothing. (Not "the connect is refused": in a
-        // loaded run a parallel test's broker may be given the freed port.)
+        // Stopped, it serves nothing and holds no listener. (Not "the connect
+        // is refused": in a loaded run a parallel test's broker may be given
+        // the freed port.)
         #expect(!Self.ask(port, "GET /metrics HTTP/1.1\r\n\r\n").contains("a_total"))
+        #expect(!Self.listensHere(port), "the stopped server's listener is still open")
+    }
+
+    /// Whether this process holds a socket listening on 127.0.0.1:`port`:
+    /// a LISTEN entry of /proc/net/tcp whose inode is one of our descriptors'.
+    static func listensHere(_ port: UInt16) -> Bool {
+        let fd = open("/proc/net/tcp", O_RDONLY)
+        guard fd >= 0 else { return false }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while case let count = chunk.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }), count > 0 { bytes += chunk[..<count] }
+        close(fd)
+        let table = String(decoding: bytes, as: UTF8.self)
+        let local = "0100007F:" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+        let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> Substring? in
+            let fields = line.split(separator: " ")
+            // local address, remote, state (0A: LISTEN), …, inode (the tenth field)
+            guard fields.count > 9, fields[1] == local, fields[3] == "0A" else { return nil }
+            return fields[9]
+        }
+        guard !inodes.isEmpty, let directory = opendir("/proc/self/fd") else { return false }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            var target = [CChar](repeating: 0, count: 64)
+            let length = readlink("/proc/self/fd/" + name, &target, target.count - 1)
+            guard length > 0 else { continue }
+            let link = String(decoding: target.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if inodes.contains(where: { link == "socket:[\($0)]" }) { return true }
+        }
+        return false
     }
 
     /// A port taken is said as the reason.
@@ -80,6 +113,10 @@ struct HTTPTextServerTests {
         }
         #expect(failure.text == "bind: Address already in use")
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
 
 private final class ServerBox: @unchecked Sendable { var server: HTTPTextServer? }

@@ -1,6 +1,6 @@
 import Crypto
 import FuzzSupport
-import FuzzedProxy
+import Proxy
 
 /// The proxy's side of Noise_NNpsk0_25519_ChaChaPoly_SHA256 as ESPHome's API
 /// runs it (the client's hello frame in the prologue), with a fixed

@@ -1,5 +1,5 @@
 import FuzzSupport
-import FuzzedProxy
+import Proxy
 
 /// Any bytes as a Home Assistant client's TCP stream, plaintext or Noise
 /// framing, under a fuzzer-chosen bound, cut into pieces at fuzzer-chosen

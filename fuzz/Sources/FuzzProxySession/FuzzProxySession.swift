@@ -1,7 +1,7 @@
 import Bird
 import BlueZ
 import FuzzSupport
-import FuzzedProxy
+import Proxy
 import SwiftProtobuf
 
 /// Up to three Home Assistant clients, each a ProxySession (greeted with a
