@@ -30,6 +30,14 @@ public struct Exposition: Sendable {
         text += " " + Self.number(value) + "\n"
     }
 
+    /// A family of one sample without labels.
+    public mutating func single(_ name: String, _ kind: Kind, help: String, _ value: Double) {
+        family(name, kind, help: help)
+        sample(name, value)
+    }
+
+    public mutating func single(_ name: String, _ kind: Kind, help: String, _ value: Int) { single(name, kind, help: help, Double(value)) }
+
     public mutating func sample(_ name: String, _ value: Int, labels: KeyValuePairs<String, String> = [:]) {
         sample(name, Double(value), labels: labels)
     }

@@ -33,24 +33,18 @@ public enum HealthPage {
         if let peripheral { peripheralFamilies(peripheral, into: &page) }
         if let proxy { proxyFamilies(proxy, into: &page) }
         if let gateway {
-            page.family("birdctl_mqtt_queued_messages", .gauge, help: "Messages waiting for the MQTT broker or not yet acknowledged.")
-            page.sample("birdctl_mqtt_queued_messages", gateway.queued)
-            page.family("birdctl_mqtt_dropped_messages_total", .counter, help: "Messages dropped from the full buffer while the broker was away.")
-            page.sample("birdctl_mqtt_dropped_messages_total", gateway.dropped)
-            page.family("birdctl_mqtt_reconnects_total", .counter, help: "Connections to the MQTT broker made again after one was lost.")
-            page.sample("birdctl_mqtt_reconnects_total", gateway.reconnects)
+            page.single("birdctl_mqtt_queued_messages", .gauge, help: "Messages waiting for the MQTT broker or not yet acknowledged.", gateway.queued)
+            page.single("birdctl_mqtt_dropped_messages_total", .counter, help: "Messages dropped from the full buffer while the broker was away.", gateway.dropped)
+            page.single("birdctl_mqtt_reconnects_total", .counter, help: "Connections to the MQTT broker made again after one was lost.", gateway.reconnects)
         }
         if let cpu = process.cpuSeconds {
-            page.family("process_cpu_seconds_total", .counter, help: "User and system CPU time spent, in seconds.")
-            page.sample("process_cpu_seconds_total", cpu)
+            page.single("process_cpu_seconds_total", .counter, help: "User and system CPU time spent, in seconds.", cpu)
         }
         if let resident = process.residentBytes {
-            page.family("process_resident_memory_bytes", .gauge, help: "Resident memory size, in bytes.")
-            page.sample("process_resident_memory_bytes", resident)
+            page.single("process_resident_memory_bytes", .gauge, help: "Resident memory size, in bytes.", resident)
         }
         if let descriptors = process.openDescriptors {
-            page.family("process_open_fds", .gauge, help: "Open file descriptors.")
-            page.sample("process_open_fds", descriptors)
+            page.single("process_open_fds", .gauge, help: "Open file descriptors.", descriptors)
         }
         return page.text
     }
@@ -91,14 +85,10 @@ public enum HealthPage {
     }
 
     private static func proxyFamilies(_ proxy: ProxyHealth, into page: inout Exposition) {
-        page.family("birdctl_proxy_clients", .gauge, help: "Home Assistant's API clients connected to the proxy.")
-        page.sample("birdctl_proxy_clients", proxy.clients)
-        page.family("birdctl_proxy_clients_dropped_total", .counter, help: "Clients the proxy dropped: a bad key or frame, silence, too slow.")
-        page.sample("birdctl_proxy_clients_dropped_total", proxy.clientsDropped)
-        page.family("birdctl_proxy_advertisements_total", .counter, help: "Advertisements passed on to the clients that asked for them.")
-        page.sample("birdctl_proxy_advertisements_total", proxy.advertisements)
-        page.family("birdctl_proxy_links", .gauge, help: "Home Assistant's links through the proxy, up or being made.")
-        page.sample("birdctl_proxy_links", proxy.links)
+        page.single("birdctl_proxy_clients", .gauge, help: "Home Assistant's API clients connected to the proxy.", proxy.clients)
+        page.single("birdctl_proxy_clients_dropped_total", .counter, help: "Clients the proxy dropped: a bad key or frame, silence, too slow.", proxy.clientsDropped)
+        page.single("birdctl_proxy_advertisements_total", .counter, help: "Advertisements passed on to the clients that asked for them.", proxy.advertisements)
+        page.single("birdctl_proxy_links", .gauge, help: "Home Assistant's links through the proxy, up or being made.", proxy.links)
         page.family("birdctl_proxy_connects_total", .counter, help: "Connects Home Assistant asked for, by how they ended (linked, failed, no_slot).")
         for (result, count) in proxy.connects.sorted(by: { $0.key < $1.key }) {
             page.sample("birdctl_proxy_connects_total", count, labels: ["result": result])
@@ -106,10 +96,8 @@ public enum HealthPage {
     }
 
     private static func peripheralFamilies(_ peripheral: PeripheralHealth, into page: inout Exposition) {
-        page.family("birdctl_serve_advertising", .gauge, help: "1 while the Bird Service is advertised, else 0.")
-        page.sample("birdctl_serve_advertising", peripheral.advertising ? 1 : 0)
-        page.family("birdctl_serve_notifying_fields", .gauge, help: "Fields (name, color, alpha) a central has notifications of.")
-        page.sample("birdctl_serve_notifying_fields", peripheral.notifyingFields.count)
+        page.single("birdctl_serve_advertising", .gauge, help: "1 while the Bird Service is advertised, else 0.", peripheral.advertising ? 1 : 0)
+        page.single("birdctl_serve_notifying_fields", .gauge, help: "Fields (name, color, alpha) a central has notifications of.", peripheral.notifyingFields.count)
         page.family("birdctl_serve_writes_total", .counter, help: "Writes from centrals, taken (accepted) or refused as a bad value.")
         page.sample("birdctl_serve_writes_total", peripheral.writes, labels: ["result": "accepted"])
         page.sample("birdctl_serve_writes_total", peripheral.refusedWrites, labels: ["result": "refused"])
