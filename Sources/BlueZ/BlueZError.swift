@@ -65,12 +65,6 @@ public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         kind == .failed && message.includes("br-connection-canceled")
     }
 
-    /// Pairing failed for want of authentication: AuthenticationFailed,
-    /// Rejected (a person said no), Canceled or Timeout.
-    public var isAuthenticationFailure: Bool {
-        kind == .authenticationFailed || name.hasPrefix(BlueZNames.errorPrefix + "Authentication")
-    }
-
     /// A request the peer answered with an ATT error bluetoothd has no name
     /// for ("ATT error: 0x…", whatever its case): an answer from the peer,
     /// not a failure of the link.

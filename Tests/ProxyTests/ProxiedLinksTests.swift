@@ -1,5 +1,6 @@
 import Bird
 import BlueZ
+import DBus
 import SwiftProtobuf
 import Testing
 
@@ -158,7 +159,7 @@ struct ProxiedLinksTests {
         let paired = try Self.sent(links.changed(1, Self.sensor, .pair, .success(())), to: 1, as: BluetoothDevicePairingResponse.self)
         #expect(paired.map(\.paired) == [true] && paired.first?.error == 0 && paired.first?.address == Self.sensor.value)
         let refused = try Self.sent(
-            links.changed(1, Self.sensor, .pair, .failure(BlueZError(.other, name: "org.bluez.Error.AuthenticationRejected"))), to: 1,
+            links.changed(1, Self.sensor, .pair, .failure(BlueZError(DBusError("org.bluez.Error.AuthenticationRejected")))), to: 1,
             as: BluetoothDevicePairingResponse.self)
         #expect(refused.map(\.paired) == [false] && refused.first?.error == 5)
 

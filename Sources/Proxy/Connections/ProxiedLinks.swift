@@ -325,10 +325,11 @@ public struct ProxiedLinks: Sendable {
     static func changeCode(_ error: BlueZError) -> Int32 {
         switch error.kind {
         case .notConnected, .doesNotExist, .notFound: notConnected
-        case .notAuthorized: att.authentication
+        // AuthenticationFailed, Rejected, Canceled and Timeout are one kind.
+        case .authenticationFailed, .notAuthorized: att.authentication
         case .notSupported: notSupported
         case .timeout: 0x08
-        default: error.isAuthenticationFailure ? att.authentication : 0x3E
+        default: 0x3E
         }
     }
 
