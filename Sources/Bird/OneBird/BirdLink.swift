@@ -72,10 +72,16 @@ struct BirdLink: Sendable {
 
         /// Whether it may be the notification of `value` (cut at the MTU, its beginning).
         func isCopy(of value: [UInt8]) -> Bool {
-            if raw == value { return true }
-            guard let mtu, mtu > 3, raw.count >= mtu - 3 else { return false }
-            return value.starts(with: raw)
+            raw == value || (BirdLink.mayBeCut(raw, mtu: mtu) && value.starts(with: raw))
         }
+    }
+
+    /// Whether a notification of `raw` over a link of ATT MTU `mtu` may have
+    /// been cut: it carries at most MTU − 3 bytes, and one that fills them
+    /// may be the beginning of a longer value. Without an MTU nothing can be told.
+    static func mayBeCut(_ raw: [UInt8], mtu: Int?) -> Bool {
+        guard let mtu, mtu > 3 else { return false }
+        return raw.count >= mtu - 3
     }
 
     /// Connect succeeded: the link, waiting for its services (`birdctl pair`: pairing at once).
@@ -298,7 +304,7 @@ struct BirdLink: Sendable {
                 // One filled the MTU and is read again: those after it came
                 // before that read, and are reported now (those that may be
                 // cut too are superseded by it).
-                for later in held[index...] where later.mtu.map({ later.raw.count < $0 - 3 }) ?? true {
+                for later in held[index...] where !Self.mayBeCut(later.raw, mtu: later.mtu) {
                     actions += report(field, later.raw, from: link, notified: true)
                 }
                 break
@@ -377,7 +383,7 @@ struct BirdLink: Sendable {
             }
             return .next(answered)
         }
-        if let mtu, mtu > 3, raw.count >= mtu - 3 {
+        if Self.mayBeCut(raw, mtu: mtu) {
             state = .reading(link, pending: unread.union([field]))
             return .next(answered + [.read(field, characteristic)])
         }
@@ -393,7 +399,7 @@ struct BirdLink: Sendable {
         guard case .streaming(let link) = state, quiet?.probing == nil, let field = link.field(of: characteristic) else {
             return nil
         }
-        if let mtu, mtu > 3, raw.count >= mtu - 3 { return nil }
+        if Self.mayBeCut(raw, mtu: mtu) { return nil }
         guard case .success(let value) = BirdCodec.decode(field, raw) else { return nil }
         return [.report(.reading(link.peripheral, value, raw: raw, notified: true))]
     }
