@@ -20,7 +20,8 @@ final class MetricsService: @unchecked Sendable {
     /// What the page shows of the adapters (watch, scan) and of the gateway, asked at each scrape.
     var adapters: () -> [AdapterHealth] = { [] }
     var gateway: (() -> GatewayHealth)?
-    var proxy: (() -> ProxyHealth?)?
+    /// The proxy's section, once it runs (`watch --all --proxy`).
+    var proxy: () -> ProxyHealth? = { nil }
 
     init(_ endpoint: ListenEndpoint, for command: Command) { (self.endpoint, self.command) = (endpoint, command) }
 
@@ -66,6 +67,6 @@ final class MetricsService: @unchecked Sendable {
     private func page() -> String {
         HealthPage.render(
             adapters: command == .serve ? nil : adapters(), birds: command == .watch ? birds : nil, gateway: gateway?(),
-            proxy: proxy?() ?? nil, peripheral: command == .serve ? peripheral : nil, process: .current(), now: .now)
+            proxy: proxy(), peripheral: command == .serve ? peripheral : nil, process: .current(), now: .now)
     }
 }
