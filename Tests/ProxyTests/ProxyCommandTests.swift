@@ -35,7 +35,8 @@ struct ProxyCommandTests {
         let key = try Self.keyFile()
         defer { unlink(key) }
         let watch = try BirdctlProcess(
-            ["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0", "--proxy-key", key], environment: fake.environment)
+            ["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0", "--proxy-key", key, "--metrics", "127.0.0.1:0"],
+            environment: fake.environment)
         let port = try #require(await Self.proxyPort(of: watch), "\(watch.stderr)")
         #expect(watch.stderr.contains("(encrypted)"))
 
@@ -61,6 +62,11 @@ struct ProxyCommandTests {
         // The name, then the Battery Service's 16-bit UUID, as AD structures.
         #expect((battery["data"] as? String)?.hasPrefix("08094261747465727903030f18") == true, "\(battery)")
         #expect((bird["data"] as? String)?.hasPrefix("0609526f62696e") == true, "\(bird)")
+        // The health page counts what was passed on: at least the three devices' advertisements.
+        let metrics = try #require(await MetricsPage.port(of: watch), "\(watch.stderr)")
+        let page = try await MetricsPage.get("http://127.0.0.1:\(metrics)/metrics").body
+        let passedOn = page.split(separator: "\n").first { $0.hasPrefix("birdctl_proxy_advertisements_total ") }
+        #expect(passedOn.flatMap { Int($0.split(separator: " ")[1]) }.map { $0 >= advertisements.count } == true, "\(page)")
 
         // The watch followed its bird all along.
         _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))

@@ -78,6 +78,7 @@ struct ProxyConnectionTests {
         #expect(slots.first == [1, 2] && slots.last == [1, 2] && slots.contains([1, 3]), "\(slots)")
         #expect(try await poll { try await !Self.connected(fake, Self.thermometer) }, "the link was not undone")
         #expect(try await Self.device(fake, Self.thermometer) != nil, "a plain disconnect keeps the device (and its cache)")
+        #expect(try await !fake.calls().contains("RemoveDevice /org/bluez/hci0"))
 
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
@@ -107,12 +108,15 @@ struct ProxyConnectionTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
-    /// A cache cleared goes with the device's object once the link is down.
+    /// A cache cleared goes with the device's object once the link is down,
+    /// not before: the link serves its services until then.
     @Test func aClearedCacheGoesWhenTheLinkIsDown() async throws {
         let fake = try await Self.fake()
         let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
-        let steps = try await Self.steps("clear_cache,disconnect", fake: fake, watch: watch)
-        #expect(steps == [["clear_cache", "1"], ["disconnect", "1"]], "\(steps); birdctl said: \(watch.stderr)")
+        let steps = try await Self.steps("clear_cache,get_services,disconnect", fake: fake, watch: watch)
+        #expect(
+            steps == [["clear_cache", "1"], ["get_services", "BleakGATTServiceCollection"], ["disconnect", "1"]],
+            "\(steps); birdctl said: \(watch.stderr)")
         #expect(try await poll { try await Self.device(fake, Self.thermometer) == nil }, "the device and its cache stayed")
         #expect(try await fake.calls().contains("RemoveDevice /org/bluez/hci0"))
         watch.signal(SIGINT)

@@ -45,7 +45,7 @@ public final class ProxyServer: @unchecked Sendable {
     public var clientCount: Int { connections.count }
     /// Clients the proxy dropped (a bad key or frame, silence, too slow), not those that said goodbye.
     public private(set) var clientsDropped = 0
-    /// Advertisements passed on to the clients that asked (each counted once).
+    /// Advertisements passed on to the clients that asked (a batch counted once, whatever its clients).
     public private(set) var advertisementsPassedOn = 0
     /// Home Assistant's links up or being made.
     public var linkCount: Int { links.linkCount }
@@ -194,13 +194,14 @@ public final class ProxyServer: @unchecked Sendable {
 
     private func flush() {
         guard !pending.isEmpty else { return }
-        let subscribers = connections.values.filter { $0.isOpen && $0.session.advertisementsWanted }
-        if !subscribers.isEmpty { advertisementsPassedOn += pending.count }
-        send(pending, to: subscribers)
+        send(pending, to: connections.values.filter { $0.isOpen && $0.session.advertisementsWanted })
         pending.removeAll(keepingCapacity: true)
     }
 
+    /// Advertisements to `clients` in batches, counted once whatever their
+    /// number (a new subscriber's devices heard so far included).
     private func send(_ advertisements: [BluetoothLERawAdvertisement], to clients: [ProxyConnection]) {
+        if !clients.isEmpty { advertisementsPassedOn += advertisements.count }
         for start in stride(from: 0, to: advertisements.count, by: Self.batchSize) {
             var batch = BluetoothLERawAdvertisementsResponse()
             batch.advertisements = Array(advertisements[start..<min(start + Self.batchSize, advertisements.count)])
