@@ -301,10 +301,16 @@ test-unit: deps
 # Leak checks are off: LeakSanitizer reports what XCTest and birdctl still hold at process
 # exit; leaks that matter (growth while running) are the benchmark's
 # flat-memory check (1,000,000 notifications).
+# TSan's suites touch no proxy, so its build is of Package.swift alone (a
+# folder of links to the sources without Package@swift-6.2.swift): the
+# proxy's swift-protobuf, swift-crypto and BoringSSL are not built with TSan.
+TSAN_PACKAGE := .build/tsan-package
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build-asan
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/fixtures/asan.supp $(call run_tests,.build-asan,1200)
-	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
+	@rm -rf $(TSAN_PACKAGE) && mkdir -p $(TSAN_PACKAGE) && cp Package.swift $(TSAN_PACKAGE)/ \
+	    && ln -s $(CURDIR)/Sources $(CURDIR)/Tests $(CURDIR)/fixtures $(TSAN_PACKAGE)/
+	cd $(TSAN_PACKAGE) && $(SWIFT) build --build-tests --sanitize=thread --build-path $(CURDIR)/.build-tsan
 	TSAN_OPTIONS=suppressions=$(CURDIR)/fixtures/tsan.supp $(call run_tests,.build-tsan,900) \
 	    --filter 'ThreadsTests|LoopTests|DBusTests|BlueZTests|MQTTTests|MQTTGatewayTests'
 
@@ -375,14 +381,20 @@ demo: deps-vm release
 	BIRDCTL=.build/release/birdctl BIRDCTL_VM_PLATFORM=$(VM_PLATFORM) fixtures/vm/run-vm.sh demo
 
 # The real-BlueZ scenarios in the VM, with the release build (and the .deb's
-# birdctl without the Swift toolchain), on each of VM_PLATFORMS in turn; fails
-# after all ran if any failed.
+# birdctl without the Swift toolchain), on each of VM_PLATFORMS at once (one
+# VM each: most of a scenario's time is the air's pace, not the emulator's),
+# each one's output in .build/vm/test-PLATFORM.log, shown when all ended;
+# fails if any failed.
 test-vm: deps-vm release deb
 	# The simulated controller's own checks (no VM): a cancelled or reset connection attempt ends.
 	$(BUMBLE_VENV)/bin/python -m unittest fixtures/vm/bumble_air_check.py
-	@failed=""; for p in $(VM_PLATFORMS); do \
-	  BIRDCTL=.build/release/birdctl BIRDCTL_DEB=$(DEB) BIRDCTL_VM_PLATFORM=$$p fixtures/vm/run-vm.sh test \
-	    || failed="$$failed $$p"; \
+	@for p in $(VM_PLATFORMS); do \
+	  { BIRDCTL=.build/release/birdctl BIRDCTL_DEB=$(DEB) BIRDCTL_VM_PLATFORM=$$p BIRDCTL_VM_TIMEOUT=2400 \
+	      fixtures/vm/run-vm.sh test \
+	      > .build/vm/test-$$p.log 2>&1; echo $$? > .build/vm/test-$$p.status; } & \
+	done; wait; \
+	failed=""; for p in $(VM_PLATFORMS); do \
+	  cat .build/vm/test-$$p.log; [ "$$(cat .build/vm/test-$$p.status)" = 0 ] || failed="$$failed $$p"; \
 	done; \
 	for p in $(VM_PLATFORMS); do cat .build/vm/results-$$p/summary 2>/dev/null || echo "vm $$p: no summary"; done; \
 	for p in $$failed; do grep -a '^\[[a-z]*\] FAIL ' .build/vm/results-$$p/console.log | cut -c1-2000; done; \

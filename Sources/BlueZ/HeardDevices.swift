@@ -35,6 +35,23 @@ extension BlueZClient {
         }
     }
 
+    /// A device BlueZ may hold connected that a tree of adapters does not
+    /// show: a connected device does not advertise, so it is not heard
+    /// again (an earlier run's link, kept by bluetoothd). Its Device1
+    /// properties are asked; connected, it enters the tree with what is
+    /// below it and `body` gets it; else `body` gets nil and the tree stays
+    /// as it was (no cached device is brought in). On the loop.
+    public func linkedDevice(_ device: ObjectPath, _ body: @escaping @Sendable (Device?) -> Void) {
+        if holdsEveryDevice || tree.device(device) != nil { return body(tree.device(device).flatMap { $0.connected ? $0 : nil }) }
+        let current = treeGeneration
+        perform(.getAll(device, interface: BlueZNames.device)) { [self] result in
+            guard current == treeGeneration, case .success(let properties) = result, properties["Connected"]?.bool == true
+            else { return body(nil) }
+            if tree.properties(device, BlueZNames.device) == nil { tree.set(device, interface: BlueZNames.device, properties: properties) }
+            loadBelow(device) { [self] in body(tree.device(device)) }
+        }
+    }
+
     /// A tree that does not hold every device may lack the GATT objects of a
     /// device that resolved its services: bluetoothd keeps a bird's GATT
     /// objects from an earlier connection (its GATT cache) and announces

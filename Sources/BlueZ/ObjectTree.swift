@@ -178,6 +178,11 @@ public struct ObjectTree: Hashable, Sendable {
             .first
     }
 
+    /// The path BlueZ gives the device at `address` on `adapter`.
+    public static func devicePath(_ address: String, on adapter: ObjectPath) -> ObjectPath {
+        ObjectPath(adapter.rawValue + "/" + pathElement(ofDevice: address))
+    }
+
     /// `dev_F0_0D_B1_7D_00_01`: the path element BlueZ gives a device.
     static func pathElement(ofDevice address: String) -> String {
         "dev_" + String(address.uppercased().map { $0 == ":" ? "_" : $0 })

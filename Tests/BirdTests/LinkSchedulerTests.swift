@@ -100,7 +100,7 @@ struct LinkSchedulerTests {
     /// later: a link up at its next Connect is another program's.
     @Test func aLinkAnEarlierRunLeftUpIsAdopted() {
         var policy = LinkPolicy(otherBirds: .held)
-        policy.rememberedBirds = [bird(1).address, bird(2).address]
+        policy.rememberedBirds = [bird(1).address: 1_000, bird(2).address: 2_000]
         var fleet = BirdFleet(watchAlpha, all: true, links: policy)
         _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
         func link(_ n: Int, id: BirdFleet.MachineID, connected: Bool) {
@@ -124,6 +124,70 @@ struct LinkSchedulerTests {
         #expect(stop.contains(.disconnect(bird(1).path)), "adopted: ours to undo")
         #expect(!stop.contains(.disconnect(bird(3).path)), "another program's link stays up")
         #expect(!stop.contains(.disconnect(bird(2).path)), "not adopted after its first Connect: another program's")
+    }
+
+    /// A bird named with `--hold`, heard once the birds held by choice
+    /// would take every link (the limit known), comes first: the newest
+    /// held by choice is polled from then on, its link undone.
+    @Test func aBirdNamedToHoldComesBeforeOnesHeldByChoice() {
+        var fleet = BirdFleet(watchAlpha, all: true, links: LinkPolicy(hold: [bird(3).address], links: 3))
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        for (id, n) in [1, 2].enumerated() {
+            #expect(connects(fleet.deviceSighted(bird(n).sighting) + fleet.timerFired(.connectGap)) == [bird(n).path])
+            _ = fleet.connectSent(bird(n).path, whileConnected: false)
+            _ = fleet.connectReplied(id, .success(()))
+            _ = fleet.servicesResolved(device: bird(n).path, characteristics: [.alpha: bird(n).alpha])
+            _ = fleet.notifyStarted(id, .alpha, .success(()))
+        }
+        let named = fleet.deviceSighted(bird(3).sighting)
+        #expect(named.contains(.report(.polled(peripheral(2)))), "\(named)")
+        #expect(named.contains(.disconnect(bird(2).path)), "\(named)")
+        #expect(!named.contains(.report(.polled(peripheral(1)))), "one is enough: \(named)")
+    }
+
+    /// As discovery first starts, BlueZ is asked whether it holds links to
+    /// the birds an earlier run followed (a connected bird does not
+    /// advertise: discovery would never show it); not after bluetoothd came
+    /// back (a link then is not that run's), nor without a state.
+    @Test func theBirdsAnEarlierRunFollowedAreLookedForLinked() {
+        var policy = LinkPolicy()
+        policy.rememberedBirds = [bird(2).address: 1_000, bird(1).address: 2_000]
+        var fleet = BirdFleet(watchAlpha, all: true, links: policy)
+        let ready = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        #expect(ready.contains(.lookUpLinked([bird(1).path, bird(2).path])), "\(ready)")
+        _ = fleet.bluetoothUnavailable(BlueZError(.bluetoothdNotRunning, name: "org.freedesktop.DBus.Error.ServiceUnknown", message: ""))
+        let back = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        #expect(!back.contains { if case .lookUpLinked = $0 { true } else { false } }, "\(back)")
+        var plain = BirdFleet(watchAlpha, all: true, links: LinkPolicy())
+        #expect(!plain.bluetoothReady(adapter: adapter, requested: nil).contains { if case .lookUpLinked = $0 { true } else { false } })
+    }
+
+    /// Birds found as discovery starts take their turns as an earlier run
+    /// left them: a link up first, then one that run never read, then the
+    /// longest unread; a bird the state does not know keeps its place among
+    /// those never read. Without a state, the link up first, then as
+    /// bluetoothd listed them.
+    @Test func aRestartKeepsThePollTurns() {
+        var policy = LinkPolicy(otherBirds: .polled)
+        policy.rememberedBirds = [bird(1).address: 3_000, bird(2).address: 1_000, bird(3).address: 2_000]
+        var up = bird(4).sighting
+        up.connected = true
+        let listed = [bird(1).sighting, bird(2).sighting, bird(5).sighting, bird(3).sighting, up]
+        var fleet = BirdFleet(watchAlpha, all: true, links: policy)
+        #expect(fleet.inTurn(listed).map(\.address) == [4, 5, 2, 3, 1].map { bird($0).address })
+        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+        // The driver sights them in that order: the Connects go so, one at a time.
+        let turns = [4, 5, 2, 3, 1]
+        var sighted: [BirdFleet.Action] = []
+        for sighting in fleet.inTurn(listed) { sighted += fleet.deviceSighted(sighting, live: false) }
+        var connected = connects(sighted + fleet.timerFired(.connectGap))
+        for (id, n) in turns.enumerated().dropLast() {
+            _ = fleet.connectSent(bird(n).path, whileConnected: n == 4)
+            connected += connects(fleet.connectReplied(id, .success(())) + fleet.timerFired(.connectGap))
+        }
+        #expect(connected == turns.map { bird($0).path })
+        #expect(BirdFleet(watchAlpha, all: true, links: LinkPolicy()).inTurn(listed).map(\.address)
+            == [4, 1, 2, 5, 3].map { bird($0).address }, "no state: the link up first, then as listed")
     }
 
     /// Three birds fill a controller that takes three; the fourth's Connect

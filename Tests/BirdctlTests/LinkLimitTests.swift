@@ -52,10 +52,15 @@ struct LinkLimitTests {
     /// address), and the birds followed; killed and started again, birdctl
     /// takes the limit at once, says so, learns nothing again, and adopts
     /// the links the first run left up (polled birds are read in turn, none
-    /// kept from the others). A state file it cannot read is said and ignored.
+    /// kept from the others); stopped, it writes every bird it read. A
+    /// state file it cannot read is said and ignored.
     @Test func aLearnedLimitOutlivesARestart() async throws {
         let fake = try await FakeBlueZ()
-        for n in 1...4 { try await fake.addBird(address: "F0:0D:B1:7D:00:0\(n)", name: "Bird\(n)", alpha: "\(10 * n)") }
+        for n in 1...4 {
+            try await fake.addBird(address: "F0:0D:B1:7D:00:0\(n)", name: "Bird\(n)", alpha: "\(10 * n)")
+            // As a Bumble bird: a link up hides it from discovery, so only asking BlueZ finds it.
+            try await fake.call("SetQuietWhileLinked", .string("F0:0D:B1:7D:00:0\(n)"), .bool(true))
+        }
         try await fake.call("SetMaxLinks", .uint32(2))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("birdctl-state-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
@@ -77,7 +82,9 @@ struct LinkLimitTests {
         #expect(recalled["event"] as? String == "links" && recalled["limit"] as? Int == 2 && recalled["limit_learned"] as? Bool == true,
                 "the limit taken at start, before any connect: \(recalled)")
         var read: Set<String> = []
+        let deadline = ContinuousClock.now + .seconds(90)
         while read.count < 4 {
+            try #require(ContinuousClock.now < deadline, "every bird read within 90 s of the restart; read: \(read.sorted())")
             let event = try parseJSON(try await second.line(containing: "\"event\"", within: .seconds(60)))
             if event["event"] as? String == "reading" { read.insert(event["address"] as? String ?? "") }
             #expect(event["event"] as? String != "links" || event["limit"] as? Int == 2, "no other limit: \(event)")
@@ -91,6 +98,9 @@ struct LinkLimitTests {
         #expect((links.last?.integer ?? 0) - refused <= 1, "not learned again from refusals: \(refused) then \(links)")
         let keptAfter = try String(contentsOf: file, encoding: .utf8)
         #expect(keptAfter.hasPrefix("birdctl-state 1\nlimit 00:AA:01:00:00:00 2\nbird "), "\(keptAfter)")
+        for n in 1...4 {
+            #expect(keptAfter.contains("\nbird F0:0D:B1:7D:00:0\(n) "), "each bird read is written as the watch ends: \(keptAfter)")
+        }
 
         try "birdctl-state 9\nlimit 00:AA:01:00:00:00 1\n".write(to: file, atomically: true, encoding: .utf8)
         let third = try BirdctlProcess(arguments, environment: fake.environment)

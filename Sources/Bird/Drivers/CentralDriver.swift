@@ -331,6 +331,13 @@ public final class CentralDriver: @unchecked Sendable {
             discovery.afterPending { [self] in connect(id, device) }
         case .disconnect(let device):
             core.cleanup { done in client.perform(.disconnect(device: device)) { _ in done() } }
+        case .lookUpLinked(let devices):
+            for device in devices {
+                client.linkedDevice(device) { [self] linked in
+                    guard let linked, let sighting = Sighting(heard: linked) else { return }
+                    apply { $0.deviceSighted(sighting, live: false) }
+                }
+            }
         case .countLinks(let id, let adapter):
             counters.connectFailed(adapter, "timeout")
             connectedDevices(on: adapter) { [self] links in
@@ -423,7 +430,7 @@ public final class CentralDriver: @unchecked Sendable {
     /// The devices BlueZ heard before discovery went on (see `Discovery.start`):
     /// sightings, but not heard now.
     private func heardBefore(_ heard: [Sighting]) {
-        for sighting in heard { apply { $0.deviceSighted(sighting, live: false) } }
+        for sighting in fleet.inTurn(heard) { apply { $0.deviceSighted(sighting, live: false) } }
     }
 
     /// Our pairing agent, exported and registered once (bluetoothd asks the

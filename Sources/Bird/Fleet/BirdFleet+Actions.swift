@@ -29,6 +29,12 @@ extension BirdFleet {
         /// BlueZ's cache and, if it is a Bird, give it to `deviceKnown` instead.
         case startScanning(MachineID?, lookUpKnown: BluetoothAddress?)
         case stopScanning
+        /// `all`, as discovery first starts: devices an earlier run followed
+        /// (`LinkPolicy.rememberedBirds`), on each adapter. BlueZ may still
+        /// hold their links, which discovery does not show (a connected
+        /// device does not advertise): each that is connected is given to
+        /// `deviceSighted` (not live), to be adopted.
+        case lookUpLinked([ObjectPath])
         case connect(MachineID, ObjectPath)
         /// Disconnect, or cancel a connection still being made.
         case disconnect(ObjectPath)

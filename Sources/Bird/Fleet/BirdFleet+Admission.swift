@@ -16,9 +16,12 @@ extension BirdFleet {
         let id = machines.add(BirdCentral(perBird(sighting.address)), for: address, seen: sighting)
         forgetting?.heard(id)
         // One event: the machine is connecting by the time the line is looked at again.
-        return [.cancelTimer(.fleet(.scan))] + on(id) { [adapter = bluetooth.adapter] in
+        let actions = [.cancelTimer(.fleet(.scan))] + on(id) { [adapter = bluetooth.adapter] in
             $0.bluetoothReady(adapter: adapter) + $0.deviceSighted(sighting)
         }
+        // A bird named to hold, with one adapter whose limit is known: birds held by choice make way.
+        guard pool == nil, scheduler?.policy.hold.contains(address) == true, let links = knownLinks else { return actions }
+        return actions + pollHeldByChoice(leaving: links)
     }
 
     /// A machine's configuration for one bird of `all`: held or polled as the scheduler says.

@@ -176,6 +176,14 @@ extension BirdFleet {
         } + [.armTimer(.limitRecheck, LinkScheduler.limitRecheck)]
     }
 
+    /// The birds an earlier run followed, looked for connected on each of
+    /// `adapters` as discovery first starts (see `Action.lookUpLinked`).
+    func lookUpLinked(_ adapters: [AdapterChoice]) -> [Action] {
+        let birds = scheduler?.adoptableBirds ?? []
+        guard !birds.isEmpty else { return [] }
+        return [.lookUpLinked(adapters.flatMap { adapter in birds.map { ObjectTree.devicePath($0.description, on: adapter.path) } })]
+    }
+
     /// The limit the user gave, said for each of `adapters` (with several,
     /// it applies to each) once Bluetooth is ready.
     func givenLimit(_ adapters: [AdapterChoice]) -> [Action] {
@@ -184,31 +192,42 @@ extension BirdFleet {
     }
 
     /// A connection never came while `links` others were up on `adapter`:
-    /// that is its limit. Said once; and with the automatic policy, if every
-    /// link is held, the newest bird held by choice is polled from now on, so
-    /// that one link is shared by the birds beyond the limit.
+    /// that is its limit. Said once; and with the automatic policy, while
+    /// the held birds would take every link, the newest held by choice are
+    /// polled from now on, so that one link is shared by the birds beyond
+    /// the limit (`pollHeldByChoice`).
     /// `path`: the adapter's object (`adapter` is its name).
     mutating func learnedLimit(_ links: Int, adapter: String, path: ObjectPath) -> [Action] {
         guard var scheduler else { return [] }
         let learned = scheduler.learnLimit(links, adapter: path)
         self.scheduler = scheduler
         guard learned else { return [] }
-        var actions: [Action] = [
+        let said: [Action] = [
             .report(.links(adapter: adapter, used: linksUp(on: path).up, limit: links, learned: true)),
             .armTimer(.limitRecheck, LinkScheduler.limitRecheck),
         ]
-        // Several adapters: the held birds of that adapter, the newest of them polled.
-        let onAdapter: (BirdCentral) -> Bool = { [pooled = pool != nil] central in
-            !pooled || central.currentDevice?.isDescendant(of: path) == true
-        }
-        let held = machines.count { $0.central.configuration.pollInterval == nil && onAdapter($0.central) }
-        guard held >= links,
+        // Several adapters: the held birds of that adapter.
+        let pooled = pool != nil
+        return said + pollHeldByChoice(leaving: links) { !pooled || $0.currentDevice?.isDescendant(of: path) == true }
+    }
+
+    /// `auto`: one link is kept for polling once birds outnumber links, and
+    /// a bird the user named to hold (`--hold`) comes before one held by
+    /// choice: while the held birds (those `counted`) would take all `links`,
+    /// the newest held by choice with a link (or an attempt) is polled from
+    /// now on. So a named bird heard after the birds held by choice, or
+    /// waiting as the limit is learned, gets a link, and polled birds a turn.
+    mutating func pollHeldByChoice(leaving links: Int, counted: (BirdCentral) -> Bool = { _ in true }) -> [Action] {
+        guard let scheduler else { return [] }
+        var actions: [Action] = []
+        while machines.count(where: { $0.central.configuration.pollInterval == nil && counted($0.central) }) >= links,
             let newest = machines.last(where: {
-                $0.central.configuration.pollInterval == nil && onAdapter($0.central)
-                    && scheduler.holdsByChoice($0.central.configuration.address ?? "")
+                $0.central.configuration.pollInterval == nil && counted($0.central) && $0.central.currentDevice != nil
+                    && $0.central.configuration.address.map(scheduler.holdsByChoice) == true
             })
-        else { return actions }
-        actions += pollFromNow(newest.id)
+        {
+            actions += pollFromNow(newest.id)
+        }
         return actions
     }
 

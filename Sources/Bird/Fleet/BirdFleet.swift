@@ -143,7 +143,7 @@ public struct BirdFleet: Sendable {
         case .discovery(first: false): return start + linksRestarting()
         case .discovery(first: true):
             let usable = usableAdapters
-            var actions = start + givenLimit(usable) + recallLimits(usable)
+            var actions = start + givenLimit(usable) + recallLimits(usable) + lookUpLinked(usable)
             if let timeout = configuration.scanTimeout { actions.append(.armTimer(.fleet(.scan), timeout)) }
             if let duration = configuration.duration { actions.append(.armTimer(.fleet(.duration), duration)) }
             if let forgetting { actions.append(.armTimer(.forgetTick, forgetting.interval)) }
@@ -153,6 +153,10 @@ public struct BirdFleet: Sendable {
     }
 
     // MARK: Devices
+
+    /// Devices found in BlueZ's cache as discovery started, in the order
+    /// they are to be sighted (`LinkScheduler.inTurn`).
+    public func inTurn(_ heard: [Sighting]) -> [Sighting] { scheduler?.inTurn(heard) ?? heard }
 
     /// A device was heard. With `all`, a Bird no machine follows gets one
     /// (unless it declined to be paired with lately); the sighting goes to

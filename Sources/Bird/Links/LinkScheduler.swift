@@ -72,7 +72,21 @@ struct LinkScheduler: Sendable {
     init(_ policy: LinkPolicy, seed: UInt64) {
         self.policy = policy
         self.random = SplitMix64(seed: seed)
-        self.adoptable = policy.rememberedBirds
+        self.adoptable = Set(policy.rememberedBirds.keys)
+    }
+
+    /// Birds heard as discovery starts, in the order they take their turn:
+    /// links up already first (an earlier run's, adopted and counted before
+    /// a new link is tried), then the longest unread first as the earlier
+    /// run left them (`rememberedBirds`; one it never read comes before any
+    /// it read), so a restart keeps the poll turns rather than starting them
+    /// over in the order bluetoothd lists its devices. Otherwise as heard.
+    func inTurn(_ heard: [Sighting]) -> [Sighting] {
+        let key = { (sighting: Sighting) in (sighting.connected ? 0 : 1, self.policy.rememberedBirds[sighting.address] ?? 0) }
+        return heard.enumerated().sorted { a, b in
+            let (keyA, keyB) = (key(a.element), key(b.element))
+            return keyA != keyB ? keyA < keyB : a.offset < b.offset
+        }.map(\.element)
     }
 
     /// An earlier run's limit for `adapter`, taken as learned the first time
@@ -86,6 +100,10 @@ struct LinkScheduler: Sendable {
         learnedLimits[adapter.path] = limit
         return limit
     }
+
+    /// Birds an earlier run followed whose link, if bluetoothd still holds
+    /// it, is to be adopted: in address order.
+    var adoptableBirds: [BluetoothAddress] { adoptable.sorted() }
 
     /// The first Connect of this run to `address` went: true if an earlier
     /// run followed it (a link up now is adopted); once per bird.
@@ -293,10 +311,11 @@ public struct LinkPolicy: Hashable, Sendable {
     /// taken as learned when the adapter is first seen, so a restart does
     /// not learn them again from connects that never come.
     public var remembered: [BluetoothAddress: Int] = [:]
-    /// Birds an earlier run followed: a link to one
-    /// that is up as this run starts was that run's, and is adopted as ours
-    /// (ours to poll and undo), not left alone as another program's.
-    public var rememberedBirds: Set<BluetoothAddress> = []
+    /// Birds an earlier run followed, with when it last read each (seconds
+    /// since 1970): a link to one that is up as this run starts was that
+    /// run's, and is adopted as ours (ours to poll and undo), not left alone
+    /// as another program's; and the longest unread takes its turn first.
+    public var rememberedBirds: [BluetoothAddress: Int64] = [:]
 
     public static let defaultPollInterval = Duration.seconds(60)
 

@@ -142,9 +142,10 @@ final class StateKeeper: @unchecked Sendable {
 
     /// A report went by: a limit learned is written at once; birds new to
     /// the state or forgotten within `soon` (a crowd of strangers costs one
-    /// write, not one each); readings of birds it has every `interval`. A
-    /// reading costs one set lookup (this runs for every notification): the
-    /// time is taken when what was read is written.
+    /// write, not one each); readings of birds it has every `interval`, and
+    /// as the command ends. The time kept is that of a bird's last read (a
+    /// poll) or its first notification since the last write: a notification
+    /// after that costs one dictionary lookup (this runs for every one).
     func record(_ report: BirdCentral.Report) {
         switch report {
         case .links:
@@ -153,19 +154,22 @@ final class StateKeeper: @unchecked Sendable {
                 state = updated
                 save()
             }
-        case .reading(let bird, _, _, _):
-            guard readSinceSaved.insert(bird.address).inserted else { return }
+        case .reading(let bird, _, _, let notified):
+            if notified && readSinceSaved[bird.address] != nil { return }
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            readSinceSaved[bird.address] = Int64(now.tv_sec)
             if state.birds[bird.address] == nil { saveSoon() } else { unsaved = true }
         case .forgotten(let address):
-            readSinceSaved.remove(address)
+            readSinceSaved[address] = nil
             if state.forget(address) { saveSoon() }
         default:
             break
         }
     }
 
-    /// Birds read since the state was last written.
-    private var readSinceSaved: Set<BluetoothAddress> = []
+    /// Birds read since the state was last written, with when (seconds since 1970).
+    private var readSinceSaved: [BluetoothAddress: Int64] = [:]
 
     /// How often readings of known birds are written (an SD card is not worn by every reading).
     static let interval = Duration.seconds(600)
@@ -179,6 +183,12 @@ final class StateKeeper: @unchecked Sendable {
             if unsaved { save() }
             start(on: loop)
         }
+    }
+
+    /// The command ends: what is not written yet is (a run killed loses
+    /// the readings since the last write, at most `interval`'s).
+    func finish() {
+        if unsaved { save() }
     }
 
     private var loop: EventLoop?
@@ -197,12 +207,8 @@ final class StateKeeper: @unchecked Sendable {
 
     private func save() {
         unsaved = false
-        if !readSinceSaved.isEmpty {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            for address in readSinceSaved { _ = state.read(address, at: Int64(now.tv_sec)) }
-            readSinceSaved.removeAll()
-        }
+        for (address, time) in readSinceSaved { _ = state.read(address, at: time) }
+        readSinceSaved.removeAll()
         if let failure = Self.write(state.text, to: path) {
             if !saidWriteFailed { Diagnostics.say("warning: cannot keep state in \(path): \(failure)") }
             saidWriteFailed = true

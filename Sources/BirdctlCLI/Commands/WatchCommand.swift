@@ -84,7 +84,7 @@ enum WatchCommand {
             pollInterval: arguments.deadline(.pollInterval), links: arguments.integer(.links))
         if let both = links.hold.intersection(links.poll).first { throw UsageError("\(both) is both held and polled") }
         links.remembered = state?.state.limits ?? [:]
-        links.rememberedBirds = state.map { Set($0.state.birds.keys) } ?? []
+        links.rememberedBirds = state?.state.birds ?? [:]
 
         let gatewayOptions = try GatewayOptions(arguments, environment: Self.gatewayEnvironment())
         let gatewayConfiguration = gatewayOptions?.configuration
@@ -134,6 +134,7 @@ enum WatchCommand {
                     }
                 },
                 onFinish: { outcome in
+                    state?.finish()
                     // After the bus went, calls fail for that reason alone: the session said so.
                     guard !session.busLost else { return }
                     ending.end(exitStatus(for: outcome))
