@@ -43,6 +43,7 @@ extension BlueZClient {
     /// as it was (no cached device is brought in). On the loop.
     public func linkedDevice(_ device: ObjectPath, _ body: @escaping @Sendable (Device?) -> Void) {
         if holdsEveryDevice || tree.device(device) != nil { return body(tree.device(device).flatMap { $0.connected ? $0 : nil }) }
+        // One GetAll per remembered bird, once per start: not the whole cache (GetManagedObjects).
         let current = treeGeneration
         perform(.getAll(device, interface: BlueZNames.device)) { [self] result in
             guard current == treeGeneration, case .success(let properties) = result, properties["Connected"]?.bool == true

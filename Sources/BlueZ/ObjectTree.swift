@@ -168,7 +168,7 @@ public struct ObjectTree: Hashable, Sendable {
     /// The device at `address` on `adapter`, looked up by the path BlueZ
     /// names it by, else by its Address property (no view of the others).
     public func device(address: String, on adapter: ObjectPath) -> Device? {
-        if let device = device(ObjectPath(adapter.rawValue + "/" + Self.pathElement(ofDevice: address))),
+        if let device = device(Self.devicePath(address, on: adapter)),
             device.address.uppercased() == address.uppercased()
         {
             return device

@@ -168,26 +168,26 @@ struct LinkSchedulerTests {
     /// those never read. Without a state, the link up first, then as
     /// bluetoothd listed them.
     @Test func aRestartKeepsThePollTurns() {
-        var policy = LinkPolicy(otherBirds: .polled)
-        policy.rememberedBirds = [bird(1).address: 3_000, bird(2).address: 1_000, bird(3).address: 2_000]
         var up = bird(4).sighting
         up.connected = true
         let listed = [bird(1).sighting, bird(2).sighting, bird(5).sighting, bird(3).sighting, up]
-        var fleet = BirdFleet(watchAlpha, all: true, links: policy)
-        #expect(fleet.inTurn(listed).map(\.address) == [4, 5, 2, 3, 1].map { bird($0).address })
-        _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
-        // The driver sights them in that order: the Connects go so, one at a time.
-        let turns = [4, 5, 2, 3, 1]
-        var sighted: [BirdFleet.Action] = []
-        for sighting in fleet.inTurn(listed) { sighted += fleet.deviceSighted(sighting, live: false) }
-        var connected = connects(sighted + fleet.timerFired(.connectGap))
-        for (id, n) in turns.enumerated().dropLast() {
-            _ = fleet.connectSent(bird(n).path, whileConnected: n == 4)
-            connected += connects(fleet.connectReplied(id, .success(())) + fleet.timerFired(.connectGap))
+        /// The birds the Connects go to, one at a time, after `heardBefore(listed)`.
+        func turns(_ remembered: [BluetoothAddress: Int64]) -> [ObjectPath] {
+            var policy = LinkPolicy(otherBirds: .polled)
+            policy.rememberedBirds = remembered
+            var fleet = BirdFleet(watchAlpha, all: true, links: policy)
+            _ = fleet.bluetoothReady(adapter: adapter, requested: nil)
+            var connected = connects(fleet.heardBefore(listed) + fleet.timerFired(.connectGap))
+            for id in 0..<(listed.count - 1) {
+                guard let last = connected.last else { break }
+                _ = fleet.connectSent(last, whileConnected: last == bird(4).path)
+                connected += connects(fleet.connectReplied(id, .success(())) + fleet.timerFired(.connectGap))
+            }
+            return connected
         }
-        #expect(connected == turns.map { bird($0).path })
-        #expect(BirdFleet(watchAlpha, all: true, links: LinkPolicy()).inTurn(listed).map(\.address)
-            == [4, 1, 2, 5, 3].map { bird($0).address }, "no state: the link up first, then as listed")
+        let state = [bird(1).address: 3_000, bird(2).address: 1_000, bird(3).address: 2_000] as [BluetoothAddress: Int64]
+        #expect(turns(state) == [4, 5, 2, 3, 1].map { bird($0).path })
+        #expect(turns([:]) == [4, 1, 2, 5, 3].map { bird($0).path }, "no state: the link up first, then as listed")
     }
 
     /// Three birds fill a controller that takes three; the fourth's Connect

@@ -430,7 +430,7 @@ public final class CentralDriver: @unchecked Sendable {
     /// The devices BlueZ heard before discovery went on (see `Discovery.start`):
     /// sightings, but not heard now.
     private func heardBefore(_ heard: [Sighting]) {
-        for sighting in fleet.inTurn(heard) { apply { $0.deviceSighted(sighting, live: false) } }
+        apply { $0.heardBefore(heard) }
     }
 
     /// Our pairing agent, exported and registered once (bluetoothd asks the

@@ -25,8 +25,8 @@ final class Discovery: @unchecked Sendable {
     var isOn: Bool { requested }
 
     /// Starts discovery on `adapter`. On the loop, `onStarted` gets the devices
-    /// BlueZ heard recently or holds connected (see `Sighting(heard:)`; the
-    /// connected ones first), because BlueZ does not
+    /// BlueZ heard recently or holds connected (see `Sighting(heard:)`;
+    /// `watch --all` orders them, `LinkScheduler.inTurn`), because BlueZ does not
     /// announce a known device again while its RSSI is unchanged; `onFailure`
     /// runs if BlueZ refuses.
     func start(
@@ -53,11 +53,7 @@ final class Discovery: @unchecked Sendable {
                         return
                     }
                     client.devicesInRange(on: adapter, othersDiscovering: othersDiscovering) { devices in
-                        // Those connected first: links up already (an earlier
-                        // run's, kept by bluetoothd) are adopted before a new
-                        // one is tried, and so counted against the adapter's limit.
-                        let connectedFirst = devices.filter(\.connected) + devices.filter { !$0.connected }
-                        onStarted(connectedFirst.compactMap(Sighting.init(heard:)))
+                        onStarted(devices.compactMap(Sighting.init(heard:)))
                     }
                 }
             }

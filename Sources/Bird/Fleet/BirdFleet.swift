@@ -154,9 +154,13 @@ public struct BirdFleet: Sendable {
 
     // MARK: Devices
 
-    /// Devices found in BlueZ's cache as discovery started, in the order
-    /// they are to be sighted (`LinkScheduler.inTurn`).
-    public func inTurn(_ heard: [Sighting]) -> [Sighting] { scheduler?.inTurn(heard) ?? heard }
+    /// Devices BlueZ heard (or holds connected) as discovery started: each
+    /// sighted, not live, in the order they take their turns (`LinkScheduler.inTurn`).
+    public mutating func heardBefore(_ heard: [Sighting]) -> [Action] {
+        var actions: [Action] = []
+        for sighting in scheduler?.inTurn(heard) ?? heard { actions += deviceSighted(sighting, live: false) }
+        return actions
+    }
 
     /// A device was heard. With `all`, a Bird no machine follows gets one
     /// (unless it declined to be paired with lately); the sighting goes to
