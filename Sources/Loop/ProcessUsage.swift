@@ -27,7 +27,7 @@ public struct ProcessUsage: Sendable {
     }
 
     /// A small /proc file's text (at most 4 KiB).
-    private static func read(_ path: String) -> String? {
+    static func read(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

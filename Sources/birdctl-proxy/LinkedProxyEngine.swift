@@ -1,4 +1,5 @@
 import Bird
+import Glibc
 import BirdctlCLI
 import BlueZ
 import DBus
@@ -6,11 +7,13 @@ import Health
 import Proxy
 
 /// The proxy as the CLI's `ProxyEngine`: the server on the loop, Home
-/// Assistant's links as the watch's guest links, every device heard as a
-/// rebuilt advertisement. Loop-confined.
+/// Assistant's links as the watch's guest links, every device heard as the
+/// kernel reported it (the management channel, where birdctl may listen
+/// there), else as an advertisement rebuilt from BlueZ. Loop-confined.
 final class LinkedProxyEngine: ProxyEngine, @unchecked Sendable {
     private let server: ProxyServer
     private let guests: GuestBluetooth
+    private var kernel: KernelAdvertisements?
 
     static func key(base64 text: String) -> [UInt8]? { NoiseKey(base64: text)?.bytes }
 
@@ -30,16 +33,34 @@ final class LinkedProxyEngine: ProxyEngine, @unchecked Sendable {
         }
         guests = GuestBluetooth(driver: central, server: server)
         server.bluetooth = guests
+        // A bluetoothd on another bus than the system's (a test's fake) is not this kernel's.
+        guard getenv("DBUS_SYSTEM_BUS_ADDRESS") == nil else {
+            said("proxy: advertisements rebuilt from BlueZ (bluetoothd is not on the system bus)")
+            return
+        }
+        switch KernelAdvertisements.open(
+            loop: loop, inUse: { [weak central] in central?.isInUse(adapterIndex: $0) ?? false },
+            heard: { [server] in server.advertise($0) })
+        {
+        case .success(let kernel):
+            self.kernel = kernel
+            said("proxy: advertisements as the kernel reports them (its Bluetooth management channel)")
+        case .failure(let reason):
+            said("proxy: advertisements rebuilt from BlueZ (the kernel's Bluetooth management channel: \(reason))")
+        }
     }
 
     var port: UInt16 { server.port }
 
     func heard(_ device: Device) {
-        guard let heard = HeardDevice(device) else { return }
+        guard kernel?.covers(adapter: device.adapter) != true, let heard = HeardDevice(device) else { return }
         server.advertise(RebuiltAdvertisement.of(heard))
     }
 
-    func stop() { server.stop() }
+    func stop() {
+        kernel?.close()
+        server.stop()
+    }
 
     var health: ProxyHealth {
         ProxyHealth(

@@ -14,7 +14,12 @@ struct GATTTableTests {
 
     /// The Battery Service: its declaration at 0x10, the level's declaration
     /// at 0x11 (its value at 0x12), its notification configuration at 0x13.
-    static func tree(handles: Bool = true) -> ObjectTree {
+    /// `handles`: said as `Handle`; `named`: in the objects' names, as
+    /// bluetoothd names them (else `s`, `c`, `d`).
+    static func tree(handles: Bool = true, named: Bool = true) -> ObjectTree {
+        let (service, level, configuration) = named
+            ? (Self.service, Self.level, Self.configuration)
+            : (ObjectPath("\(device)/s"), ObjectPath("\(device)/s/c"), ObjectPath("\(device)/s/c/d"))
         var tree = ObjectTree()
         func handle(_ value: UInt16) -> [String: DBusValue] { handles ? ["Handle": .uint16(value)] : [:] }
         tree.add(service, interfaces: [
@@ -56,12 +61,24 @@ struct GATTTableTests {
         #expect(table.handle(of: Self.level) == 0x12)
     }
 
-    /// A BlueZ that says no handles: the table numbers them itself, each once.
-    @Test func withoutHandlesTheTableNumbers() throws {
+    /// bluetoothd 5.66 says no `Handle`: the handles are in its objects' names,
+    /// the same as a newer one says (Home Assistant keeps them across proxies).
+    @Test func withoutHandlesSaidTheNamesGiveThem() throws {
         let table = Self.table(Self.tree(handles: false))
         let service = try #require(table.services.first)
         let level = try #require(service.characteristics.first)
+        #expect([service.handle, level.handle, level.descriptors.first?.handle] == [0x10, 0x12, 0x13])
+        #expect(table.target(0x12) == .characteristic(Self.level))
+        #expect(GATTTable.named("/org/bluez/hci0/dev_X/service00zz") == nil)
+        #expect(GATTTable.named("/org/bluez/hci0/dev_X/service000a/char000b/desc000d") == 0x0d)
+    }
+
+    /// Neither said nor named: the table numbers them itself, each once.
+    @Test func withoutHandlesTheTableNumbers() throws {
+        let table = Self.table(Self.tree(handles: false, named: false))
+        let service = try #require(table.services.first)
+        let level = try #require(service.characteristics.first)
         #expect([service.handle, level.handle, level.descriptors.first?.handle] == [1, 2, 3])
-        #expect(table.target(2) == .characteristic(Self.level))
+        #expect(table.target(2) == .characteristic(ObjectPath("\(Self.device)/s/c")))
     }
 }

@@ -63,7 +63,7 @@ struct ProxyConnectionTests {
         let result = try ProxyEndToEndTests.json(line)
         #expect(await client.exited() == 0)
 
-        #expect(result["feature_flags"] as? Int == 59)
+        #expect(result["feature_flags"] as? Int == 63)
         #expect(result["read"] as? String == "39" && result["read_after_write"] as? String == "2a", "\(result)")
         #expect(result["notified"] as? String == "37", "a read while notifying came as a notification: \(result)")
         #expect(result["read_while_notifying"] as? String == "2a", "\(result)")
@@ -78,8 +78,46 @@ struct ProxyConnectionTests {
         #expect(slots.first == [1, 2] && slots.last == [1, 2] && slots.contains([1, 3]), "\(slots)")
         #expect(try await poll { try await !Self.connected(fake, Self.thermometer) }, "the link was not undone")
         #expect(try await Self.device(fake, Self.thermometer) != nil, "a plain disconnect keeps the device (and its cache)")
-        #expect(try await !fake.calls().contains("RemoveDevice /org/bluez/hci0"))
+        let calls = try await fake.calls()
+        #expect(!calls.contains("RemoveDevice /org/bluez/hci0"))
+        // bluetoothd offers the level's notifications through a socket: they come that way.
+        #expect(calls.contains("AcquireNotify \(Self.path(Self.thermometer))/service000a/char000b"), "\(calls)")
 
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// Remote caching, as Home Assistant reconnects: the services are asked
+    /// for on the first link only; on the next, with them kept, the client
+    /// goes by handle at once (the table is made as the link comes up), and
+    /// its own write of the configuration descriptor after subscribing does
+    /// not start notifications twice. Notifications as signals here
+    /// (`--notify-method start`), where a read's echo is no notification.
+    @Test func aClientThatKeepsTheServicesGoesByHandle() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(
+            ["watch", "--all", "alpha", "--json", "--notify-method", "start", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
+        let client = try ChildProcess(
+            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, Self.level, "--cached"],
+            stdout: .pipe, stderr: .pipe)
+        let stdout = try #require(client.stdout)
+        let said = { client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? "" }
+        guard let notifying = readLine(from: stdout), notifying.contains("notifying") else {
+            Issue.record("the client did not subscribe: \(said()); birdctl said: \(watch.stderr)")
+            return
+        }
+        try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("7".utf8)))
+        let line = try #require(readLine(from: stdout), "no result: \(said()); birdctl said: \(watch.stderr)")
+        let result = try ProxyEndToEndTests.json(line)
+        #expect(await client.exited() == 0)
+
+        #expect(result["error"] == nil, "\(result); birdctl said: \(watch.stderr)")
+        #expect(result["connects"] as? [Bool] == [false, true], "\(result)")
+        #expect(result["services_asked"] as? Int == 1, "\(result)")
+        #expect(result["read"] as? String == "39" && result["notified"] as? String == "37", "\(result)")
+        let starts = try await fake.calls().filter { $0 == "StartNotify \(Self.path(Self.thermometer))/service000a/char000b" }
+        #expect(starts.count == 1, "\(starts)")
         watch.signal(SIGINT)
         #expect(try await watch.waitForExit() == 0)
     }

@@ -90,7 +90,7 @@ struct ProxyEndToEndTests {
         let result = try Self.json(line)
         #expect(result["name"] as? String == "birdctl-test")
         #expect(result["mac_address"] as? String == "00:AA:01:00:00:00")
-        #expect(result["feature_flags"] as? Int == 59)
+        #expect(result["feature_flags"] as? Int == 63)
         #expect(result["entities"] as? Int == 0)
         #expect(result["slots"] as? [Int] == [0, 0])
         let advertisements = try #require(result["advertisements"] as? [[String: Any]])

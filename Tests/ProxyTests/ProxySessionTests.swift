@@ -54,7 +54,7 @@ struct ProxySessionTests {
         let info = try Self.sent(session.received(type: type, payload: payload), as: DeviceInfoResponse.self)
         #expect(info.name == "birdctl-kitchen" && info.friendlyName == "birdctl kitchen")
         #expect(info.macAddress == "00:AA:01:00:00:00" && info.esphomeVersion == "2024.3.0")
-        #expect(info.bluetoothProxyFeatureFlags == 59)
+        #expect(info.bluetoothProxyFeatureFlags == 63)
         #expect(!info.usesPassword)
     }
 

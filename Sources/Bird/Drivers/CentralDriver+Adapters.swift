@@ -7,6 +7,12 @@ extension CentralDriver {
     /// The adapters in use: the pool's, or the one chosen.
     var adaptersInUse: [ObjectPath] { pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? [] }
 
+    /// Whether the kernel's adapter `index` (bluetoothd's `hciN`) is one in use.
+    public func isInUse(adapterIndex index: UInt16) -> Bool {
+        loop.assertInLoop()
+        return adaptersInUse.contains { $0.rawValue.hasSuffix("/hci\(index)") }
+    }
+
     /// Each adapter in use, and those tried before: links, limit and counts (on the loop).
     public func adapterHealth() -> [AdapterHealth] {
         loop.assertInLoop()

@@ -84,6 +84,31 @@ extension CentralDriver {
         }
     }
 
+    /// Notifications of a characteristic on a guest's link, as a bird's are
+    /// subscribed (`--notify-method`: a socket where bluetoothd offers one,
+    /// else signals). Values from a socket go to `notified`; those from
+    /// signals come as `onGuestValue`, with the values a read announces.
+    public func subscribeGuest(
+        _ characteristic: ObjectPath, notified: @escaping @Sendable ([UInt8]) -> Void,
+        done: @escaping @Sendable (Result<Void, BlueZError>) -> Void
+    ) {
+        loop.assertInLoop()
+        subscriptions.subscribe(characteristic, notified: { _, value, _ in notified(value) }, completion: done)
+    }
+
+    /// Whether a guest's subscription to `characteristic` has a socket:
+    /// then its signals are only the values reads announce.
+    public func guestNotificationsAcquired(_ characteristic: ObjectPath) -> Bool {
+        loop.assertInLoop()
+        return subscriptions.isAcquired(characteristic)
+    }
+
+    /// Ends a guest's subscription (its socket closed once bluetoothd has ended it).
+    public func unsubscribeGuest(_ characteristic: ObjectPath, done: @escaping @Sendable () -> Void) {
+        loop.assertInLoop()
+        subscriptions.unsubscribe(characteristic, done: done)
+    }
+
     /// After each event: the guest is told its free slots if they changed.
     func guestSlotsMayHaveChanged() {
         let slots = fleet.guestSlots

@@ -79,6 +79,9 @@ final class NotifySubscriptions: @unchecked Sendable {
         }
     }
 
+    /// Whether `characteristic`'s notifications come through a socket (not as signals).
+    func isAcquired(_ characteristic: ObjectPath) -> Bool { sockets[characteristic] != nil }
+
     private func startNotify(_ characteristic: ObjectPath, _ completion: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
         client.perform(.startNotify(characteristic: characteristic)) { completion($0.map { _ in }) }
     }

@@ -9,8 +9,10 @@ import DBus
 /// (Home Assistant caches a device's services for every proxy alike): a
 /// service by its declaration's handle, a characteristic by its **value's**
 /// handle (BlueZ's `Handle` is the declaration's; the value's is the next),
-/// a descriptor by its own. A BlueZ that does not say handles gets numbers
-/// of this table's own, in path order.
+/// a descriptor by its own. A newer bluetoothd says them as `Handle`; an
+/// older bluetoothd (Debian 12's 5.66) says them only in its objects' names
+/// (`service000a/char000b/desc000d`, in hex), where they are taken from.
+/// Objects with neither get numbers of this table's own, in path order.
 public struct GATTTable: Sendable {
     public enum Target: Equatable, Sendable {
         case characteristic(ObjectPath)
@@ -27,12 +29,17 @@ public struct GATTTable: Sendable {
     static let clientConfiguration = "00002902-0000-1000-8000-00805f9b34fb"
 
     public init(services: [GattService], characteristics: [GattCharacteristic], descriptors: [GattDescriptor]) {
-        let known = services.allSatisfy { $0.handle != nil } && characteristics.allSatisfy { $0.handle != nil }
-            && descriptors.allSatisfy { $0.handle != nil }
+        let said: [ObjectPath: UInt16] = Dictionary(
+            services.map { ($0.path, $0.handle ?? Self.named($0.path)) }
+                + characteristics.map { ($0.path, $0.handle ?? Self.named($0.path)) }
+                + descriptors.map { ($0.path, $0.handle ?? Self.named($0.path)) },
+            uniquingKeysWith: { first, _ in first }
+        ).compactMapValues { $0 }
+        let known = said.count == services.count + characteristics.count + descriptors.count
         var next: UInt32 = 1
-        /// The handle BlueZ says (plus `offset`), or the next of our own.
-        func handle(_ said: UInt16?, offset: UInt32 = 0) -> UInt32 {
-            if known, let said { return UInt32(said) + offset }
+        /// The handle BlueZ says of `path` (plus `offset`), or the next of our own.
+        func handle(_ path: ObjectPath, offset: UInt32 = 0) -> UInt32 {
+            if known, let handle = said[path] { return UInt32(handle) + offset }
             defer { next += 1 }
             return next
         }
@@ -40,17 +47,17 @@ public struct GATTTable: Sendable {
         var built: [BluetoothGATTService] = []
         for service in services {
             var api = BluetoothGATTService()
-            api.handle = handle(service.handle)
+            api.handle = handle(service.path)
             api.uuid = Self.uuidWords(service.uuid)
             for characteristic in characteristics where characteristic.service == service.path {
                 var apiCharacteristic = BluetoothGATTCharacteristic()
-                apiCharacteristic.handle = handle(characteristic.handle, offset: 1)
+                apiCharacteristic.handle = handle(characteristic.path, offset: 1)
                 apiCharacteristic.uuid = Self.uuidWords(characteristic.uuid)
                 apiCharacteristic.properties = Self.properties(characteristic.flags)
                 targets[apiCharacteristic.handle] = .characteristic(characteristic.path)
                 for descriptor in descriptors where descriptor.characteristic == characteristic.path {
                     var apiDescriptor = BluetoothGATTDescriptor()
-                    apiDescriptor.handle = handle(descriptor.handle)
+                    apiDescriptor.handle = handle(descriptor.path)
                     apiDescriptor.uuid = Self.uuidWords(descriptor.uuid)
                     targets[apiDescriptor.handle] = .descriptor(
                         descriptor.path, characteristic: characteristic.path,
@@ -71,6 +78,18 @@ public struct GATTTable: Sendable {
     /// The API handle of a characteristic (its notifications are sent under it).
     public func handle(of characteristic: ObjectPath) -> UInt32? {
         targets.first { $0.value == .characteristic(characteristic) }?.key
+    }
+
+    /// The handle in the last element of a bluetoothd object's name
+    /// (`service`, `char` or `desc` and four hex digits); nil for another name.
+    static func named(_ path: ObjectPath) -> UInt16? {
+        let last = path.rawValue.split(separator: "/").last ?? ""
+        for prefix in ["service", "char", "desc"] where last.hasPrefix(prefix) {
+            let digits = last.dropFirst(prefix.count)
+            guard digits.utf8.count == 4, digits.allSatisfy(\.isHexDigit) else { return nil }
+            return UInt16(digits, radix: 16)
+        }
+        return nil
     }
 
     /// A UUID as the API carries it: its 128 bits as two words, high first

@@ -5,17 +5,21 @@ import DBus
 /// The proxy's Bluetooth side on BlueZ: Home Assistant's links are the
 /// central driver's guest links (through its scheduler and Connect gate),
 /// GATT requests go to BlueZ's objects by `GATTTable`, and notifications
-/// come back from the characteristics a client subscribed to.
+/// come back from the characteristics a client subscribed to: through a
+/// socket where bluetoothd offers one (AcquireNotify), else as signals.
 /// Loop-confined.
 public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     private let driver: CentralDriver
     private unowned let server: ProxyServer
     /// Each linked device's object in BlueZ.
     private var devices: [BluetoothAddress: ObjectPath] = [:]
-    /// Each linked device's GATT table, made when its services are first asked for.
+    /// Each linked device's GATT table, made as its link comes up (a client
+    /// that keeps the services itself asks by handle without asking for
+    /// them: remote caching) and again when a client asks for the services.
     private var tables: [BluetoothAddress: GATTTable] = [:]
-    /// The characteristics notifying for a client: their device and API handle.
-    private var notifying: [ObjectPath: (address: BluetoothAddress, handle: UInt32)] = [:]
+    /// The characteristics notifying for a client: their device and API
+    /// handle, and whether BlueZ has said they notify (StartNotify answered).
+    private var notifying: [ObjectPath: (address: BluetoothAddress, handle: UInt32, started: Bool)] = [:]
     /// Reads out, by characteristic: bluetoothd announces a value read as a
     /// value change just before its reply, which is no notification.
     private var readsOut: [ObjectPath: Int] = [:]
@@ -35,7 +39,9 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
             server.unlinked(address)
         }
         driver.onGuestValue = { [unowned self] characteristic, value in
-            guard let (address, handle) = notifying[characteristic] else { return }
+            guard let (address, handle, _) = notifying[characteristic] else { return }
+            // A characteristic with a socket notifies through it: its signals are reads' echoes.
+            guard !driver.guestNotificationsAcquired(characteristic) else { return }
             // During a read of it, a change is taken for the read's echo.
             guard readsOut[characteristic] == nil else { return }
             server.notified(address, handle: handle, value)
@@ -50,6 +56,7 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
             switch result {
             case .success(let device):
                 devices[address] = device
+                tables[address] = table(of: device)
                 mtu(of: device) { linked(.success($0)) }
             case .failure(let error):
                 linked(.failure(error))
@@ -68,15 +75,12 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
         guard let device = devices[address] else { return done(.failure(BlueZError(.notConnected))) }
         let client = driver.bluez
         if case .services = operation {
-            let tree = client.tree
-            let table = GATTTable(
-                services: tree.services(of: device), characteristics: tree.characteristics(under: device),
-                descriptors: tree.descriptors(under: device))
+            let table = table(of: device)
             tables[address] = table
             return done(.success(.services(table.services)))
         }
         guard let target = tables[address]?.target(operation.handle) else {
-            // ATT's Invalid Handle: a handle of nothing on this device (or services never asked for).
+            // ATT's Invalid Handle: a handle of nothing on this device.
             return done(.failure(BlueZError(.invalidArguments, message: "no attribute with handle \(operation.handle)")))
         }
         let answered: @Sendable (Result<Void, BlueZError>) -> Void = { done($0.map { .done }) }
@@ -126,17 +130,36 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     }
 
     /// Notifications of a characteristic on or off for its link's client.
+    /// On again while on is done at once: a client that keeps the services
+    /// (remote caching) asks for notifications and then writes the
+    /// configuration descriptor itself, as an ESP32 leaves that to it.
     private func subscribe(_ path: ObjectPath, _ address: BluetoothAddress, on: Bool, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
         guard on else {
             notifying[path] = nil
-            return driver.bluez.perform(.stopNotify(characteristic: path)) { _ in done(.success(())) }
+            return driver.unsubscribeGuest(path) { done(.success(())) }
         }
+        if notifying[path]?.started == true { return done(.success(())) }
         guard let handle = tables[address]?.handle(of: path) else { return done(.failure(BlueZError(.doesNotExist))) }
-        notifying[path] = (address, handle)
-        driver.bluez.perform(.startNotify(characteristic: path)) { [unowned self] result in
-            if case .failure = result { notifying[path] = nil }
+        notifying[path] = (address, handle, false)
+        let notified: @Sendable ([UInt8]) -> Void = { [unowned self] value in
+            guard let (address, handle, _) = notifying[path] else { return }
+            server.notified(address, handle: handle, value)
+        }
+        driver.subscribeGuest(path, notified: notified) { [unowned self] result in
+            switch result {
+            case .success: notifying[path]?.started = true
+            case .failure: notifying[path] = nil
+            }
             done(result)
         }
+    }
+
+    /// The device's GATT database as BlueZ holds it now.
+    private func table(of device: ObjectPath) -> GATTTable {
+        let tree = driver.bluez.tree
+        return GATTTable(
+            services: tree.services(of: device), characteristics: tree.characteristics(under: device),
+            descriptors: tree.descriptors(under: device))
     }
 
     /// The link's ATT MTU: as BlueZ says it on a characteristic of the device.

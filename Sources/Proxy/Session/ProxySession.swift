@@ -44,11 +44,11 @@ public struct ProxySession {
     }
 
     /// What the proxy can do, as the API's feature flags: advertisements
-    /// (raw), connections, pairing, cache clearing. Not said: remote caching
-    /// (Home Assistant would keep the services itself and skip asking for
-    /// them on a new link).
-    // PASSIVE_SCAN, ACTIVE_CONNECTIONS, PAIRING, CACHE_CLEARING, RAW_ADVERTISEMENTS
-    public static let featureFlags: UInt32 = 1 | 2 | 8 | 16 | 32
+    /// (raw), connections, remote caching (Home Assistant keeps a device's
+    /// services and asks by handle on a new link without asking for them),
+    /// pairing, cache clearing.
+    // PASSIVE_SCAN, ACTIVE_CONNECTIONS, REMOTE_CACHING, PAIRING, CACHE_CLEARING, RAW_ADVERTISEMENTS
+    public static let featureFlags: UInt32 = 1 | 2 | 4 | 8 | 16 | 32
 
     /// The API version answered (aioesphomeapi reads the feature flags from 1.9 on).
     static let apiVersion = (major: UInt32(1), minor: UInt32(9))
