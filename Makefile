@@ -325,7 +325,7 @@ sanitize: deps
 # input) and keeps the minimised corpus in the repository.
 FUZZ_TARGETS := FuzzBirdValues FuzzDBusMessages FuzzServeLines FuzzPeerText FuzzBlueZTree \
 	FuzzExportedMethods FuzzIntrospection FuzzBlueZErrors FuzzDatagramReader \
-	FuzzProxyFrames FuzzNoiseHandshake FuzzProxySession
+	FuzzProxyFrames FuzzNoiseHandshake FuzzProxySession FuzzKernelAdvertisements
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= 10000000
 FUZZ_CHUNK ?= 300

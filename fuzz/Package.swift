@@ -59,6 +59,8 @@ package.targets += [
     .executableTarget(
         name: "FuzzNoiseHandshake",
         dependencies: ["FuzzMain", "FuzzSupport", proxy, .product(name: "Crypto", package: "swift-crypto")]),
+    // Device Found events off the kernel's management channel, as the proxy passes them on.
+    .executableTarget(name: "FuzzKernelAdvertisements", dependencies: ["FuzzMain", "FuzzSupport", proxy]),
     // Clients' messages through ProxySession, and its requests through ProxiedLinks.
     .executableTarget(
         name: "FuzzProxySession",

@@ -1,8 +1,9 @@
 import CLoop
 import Glibc
 
-/// A SOCK_SEQPACKET descriptor received over the bus (BlueZ's AcquireNotify:
-/// one notification per datagram), read on the loop: every datagram waiting
+/// A datagram socket — a SOCK_SEQPACKET descriptor received over the bus
+/// (BlueZ's AcquireNotify: one notification per datagram), or the kernel's
+/// Bluetooth management channel (one event each) — read on the loop: every datagram waiting
 /// when it wakes, taken in one recvmmsg of up to `batchSize`, then back to
 /// epoll. End of file or an error ends it (for AcquireNotify: the link or
 /// bluetoothd is gone). Owns the descriptor. Loop-confined.
