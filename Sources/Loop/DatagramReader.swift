@@ -52,8 +52,9 @@ public final class DatagramReader: @unchecked Sendable {
         // which it is (the POLLHUP guess below loses the datagrams queued
         // behind a batch of empty ones; FuzzDatagramReader checks that none
         // is lost). The option costs nothing measurable (docs/performance.md,
-        // "Wake-ups"). Without the option (not a Unix socket), the end is
-        // guessed from POLLHUP as below.
+        // "Wake-ups"). Without the option, the end is guessed from POLLHUP
+        // as below. The Bluetooth management channel takes the option but
+        // marks nothing; its events are never empty, so none is taken for the end.
         var on: Int32 = 1
         marksDatagrams = setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
         watch = loop.watchReadable(fd, drains: true) { [unowned self] revents in

@@ -73,12 +73,13 @@ struct GATTTableTests {
         #expect(GATTTable.named("/org/bluez/hci0/dev_X/service000a/char000b/desc000d") == 0x0d)
     }
 
-    /// Neither said nor named: the table numbers them itself, each once.
+    /// Neither said nor named: the table numbers them itself, each once,
+    /// past every 16-bit handle a peer could have.
     @Test func withoutHandlesTheTableNumbers() throws {
         let table = Self.table(Self.tree(handles: false, named: false))
         let service = try #require(table.services.first)
         let level = try #require(service.characteristics.first)
-        #expect([service.handle, level.handle, level.descriptors.first?.handle] == [1, 2, 3])
-        #expect(table.target(2) == .characteristic(ObjectPath("\(Self.device)/s/c")))
+        #expect([service.handle, level.handle, level.descriptors.first?.handle] == [0x1_0000, 0x1_0001, 0x1_0002])
+        #expect(table.target(0x1_0001) == .characteristic(ObjectPath("\(Self.device)/s/c")))
     }
 }

@@ -18,7 +18,7 @@ public final class CentralDriver: @unchecked Sendable {
     private let onFinish: FinishHandler
     private var discovery: Discovery!
     /// Notify subscriptions, the birds' and a guest's (`subscribeGuest`).
-    var subscriptions: NotifySubscriptions!
+    private(set) var subscriptions: NotifySubscriptions!
     /// Several adapters as one pool (`--adapter hci0,hci1`, `all`); nil for one adapter.
     private(set) var pool: PoolAdapters?
     /// The fleet was told the pool's adapters once (see `poolChanged`).

@@ -1,5 +1,3 @@
-import Bird
-
 /// An advertisement as the kernel reported it to bluetoothd: a Device Found
 /// event off the management channel (`BluetoothManagement`), its AD
 /// structures as they came off the air (for an active scan, the
@@ -24,11 +22,9 @@ public enum KernelAdvertisement {
         // 1: LE public, 2: LE random (0 is BR/EDR).
         let type = event[fields + 6]
         guard type == 1 || type == 2, fields + fixedSize + Int(word(event, fields + 12)) == event.count else { return nil }
-        // The address little-endian, as HCI carries it: its last octet is written first.
-        let value = (0..<6).reduce(UInt64(0)) { $0 | UInt64(event[fields + $1]) << (8 * UInt64($1)) }
-        guard let address = BluetoothAddress(value: value) else { return nil }
         var advertisement = BluetoothLERawAdvertisement()
-        advertisement.address = address.value
+        // The address little-endian, as HCI carries it (its last octet is written first): 48 bits.
+        advertisement.address = (0..<6).reduce(UInt64(0)) { $0 | UInt64(event[fields + $1]) << (8 * UInt64($1)) }
         advertisement.addressType = type == 2 ? 1 : 0
         advertisement.rssi = Int32(Int8(bitPattern: event[fields + 7]))
         advertisement.data = .init(wholeStructures(event[(fields + fixedSize)...], within: RebuiltAdvertisement.maximumBytes))

@@ -12,7 +12,9 @@ import DBus
 /// a descriptor by its own. A newer bluetoothd says them as `Handle`; an
 /// older bluetoothd (Debian 12's 5.66) says them only in its objects' names
 /// (`service000a/char000b/desc000d`, in hex), where they are taken from.
-/// Objects with neither get numbers of this table's own, in path order.
+/// Objects with neither get numbers of this table's own, in path order,
+/// from 0x10000: past any peer's 16-bit handles, so that services Home
+/// Assistant kept from another proxy never name one of them.
 public struct GATTTable: Sendable {
     public enum Target: Equatable, Sendable {
         case characteristic(ObjectPath)
@@ -36,7 +38,7 @@ public struct GATTTable: Sendable {
             uniquingKeysWith: { first, _ in first }
         ).compactMapValues { $0 }
         let known = said.count == services.count + characteristics.count + descriptors.count
-        var next: UInt32 = 1
+        var next: UInt32 = 0x1_0000
         /// The handle BlueZ says of `path` (plus `offset`), or the next of our own.
         func handle(_ path: ObjectPath, offset: UInt32 = 0) -> UInt32 {
             if known, let handle = said[path] { return UInt32(handle) + offset }

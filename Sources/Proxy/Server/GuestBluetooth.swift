@@ -17,12 +17,7 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     /// that keeps the services itself asks by handle without asking for
     /// them: remote caching) and again when a client asks for the services.
     private var tables: [BluetoothAddress: GATTTable] = [:]
-    /// The characteristics notifying for a client: their device and API
-    /// handle, and whether BlueZ has said they notify (StartNotify answered).
-    private var notifying: [ObjectPath: (address: BluetoothAddress, handle: UInt32, started: Bool)] = [:]
-    /// Reads out, by characteristic: bluetoothd announces a value read as a
-    /// value change just before its reply, which is no notification.
-    private var readsOut: [ObjectPath: Int] = [:]
+    private let notifications: GuestNotifications
     /// Devices whose cache a client cleared: BlueZ drops it with the
     /// device's object, once their link is down.
     private var uncacheWhenUnlinked: Set<BluetoothAddress> = []
@@ -33,19 +28,15 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     public init(driver: CentralDriver, server: ProxyServer) {
         self.driver = driver
         self.server = server
+        notifications = GuestNotifications(driver: driver) { [unowned server] address, handle, value in
+            server.notified(address, handle: handle, value)
+        }
         driver.onGuestUnlinked = { [unowned self] address in
             forget(address)
             if uncacheWhenUnlinked.remove(address) != nil { driver.uncache(address) }
             server.unlinked(address)
         }
-        driver.onGuestValue = { [unowned self] characteristic, value in
-            guard let (address, handle, _) = notifying[characteristic] else { return }
-            // A characteristic with a socket notifies through it: its signals are reads' echoes.
-            guard !driver.guestNotificationsAcquired(characteristic) else { return }
-            // During a read of it, a change is taken for the read's echo.
-            guard readsOut[characteristic] == nil else { return }
-            server.notified(address, handle: handle, value)
-        }
+        driver.onGuestValue = { [unowned self] characteristic, value in notifications.signalled(characteristic, value) }
         driver.onGuestSlotsChanged = { server.slotsChanged() }
     }
 
@@ -79,16 +70,18 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
             tables[address] = table
             return done(.success(.services(table.services)))
         }
+        // A handle of nothing in the table: asked again of BlueZ's objects now
+        // (services resolved late, or changed), then ATT's Invalid Handle.
+        if tables[address]?.target(operation.handle) == nil { tables[address] = table(of: device) }
         guard let target = tables[address]?.target(operation.handle) else {
-            // ATT's Invalid Handle: a handle of nothing on this device.
             return done(.failure(BlueZError(.invalidArguments, message: "no attribute with handle \(operation.handle)")))
         }
         let answered: @Sendable (Result<Void, BlueZError>) -> Void = { done($0.map { .done }) }
         switch (operation, target) {
         case (.read, .characteristic(let path)), (.readDescriptor, .characteristic(let path)):
-            readsOut[path, default: 0] += 1
+            notifications.reading(path)
             client.perform(.readValue(characteristic: path)) { [unowned self] result in
-                if let count = readsOut[path] { readsOut[path] = count > 1 ? count - 1 : nil }
+                notifications.read(path)
                 done(result.map { .bytes($0) })
             }
         case (.read, .descriptor(let path, _, _)), (.readDescriptor, .descriptor(let path, _, _)):
@@ -130,28 +123,10 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     }
 
     /// Notifications of a characteristic on or off for its link's client.
-    /// On again while on is done at once: a client that keeps the services
-    /// (remote caching) asks for notifications and then writes the
-    /// configuration descriptor itself, as an ESP32 leaves that to it.
     private func subscribe(_ path: ObjectPath, _ address: BluetoothAddress, on: Bool, done: @escaping @Sendable (Result<Void, BlueZError>) -> Void) {
-        guard on else {
-            notifying[path] = nil
-            return driver.unsubscribeGuest(path) { done(.success(())) }
-        }
-        if notifying[path]?.started == true { return done(.success(())) }
+        guard on else { return notifications.off(path) { done(.success(())) } }
         guard let handle = tables[address]?.handle(of: path) else { return done(.failure(BlueZError(.doesNotExist))) }
-        notifying[path] = (address, handle, false)
-        let notified: @Sendable ([UInt8]) -> Void = { [unowned self] value in
-            guard let (address, handle, _) = notifying[path] else { return }
-            server.notified(address, handle: handle, value)
-        }
-        driver.subscribeGuest(path, notified: notified) { [unowned self] result in
-            switch result {
-            case .success: notifying[path]?.started = true
-            case .failure: notifying[path] = nil
-            }
-            done(result)
-        }
+        notifications.on(path, of: address, handle: handle, done: done)
     }
 
     /// The device's GATT database as BlueZ holds it now.
@@ -173,6 +148,6 @@ public final class GuestBluetooth: ProxyBluetooth, @unchecked Sendable {
     private func forget(_ address: BluetoothAddress) {
         devices[address] = nil
         tables[address] = nil
-        notifying = notifying.filter { $0.value.address != address }
+        notifications.linkEnded(address)
     }
 }
