@@ -125,6 +125,51 @@ struct ProxyConnectionTests {
         #expect(try await watch.waitForExit() == 0)
     }
 
+    /// Notifications asked for and given up before BlueZ answers (its
+    /// AcquireNotify held 1.5 s): the socket it then hands over is given
+    /// back, nothing reaches the client meanwhile, and a later subscription
+    /// of the same characteristic works.
+    @Test func notificationsGivenUpBeforeBlueZAnswersEndWhenItDoes() async throws {
+        let fake = try await Self.fake()
+        let watch = try BirdctlProcess(["watch", "--all", "alpha", "--json", "--proxy", "127.0.0.1:0"], environment: fake.environment)
+        let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
+        // The bird subscribes before its first reading: the delay is the client's.
+        _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))
+        try await fake.call("DelayNext", .string("AcquireNotify"), .double(1.5))
+        let client = try ChildProcess(
+            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, Self.level, "--overlap"],
+            stdout: .pipe, stderr: .pipe)
+        let stdout = try #require(client.stdout)
+        let said = { client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? "" }
+        guard let ready = readLine(from: stdout), ready.contains("ready") else {
+            Issue.record("the client did not get that far: \(said()); birdctl said: \(watch.stderr)")
+            return
+        }
+        let level = "\(Self.path(Self.thermometer))/service000a/char000b"
+        #expect(try await Self.characteristic(fake, level)?["NotifyAcquired"]?.bool == false, "the socket was kept")
+        try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("5".utf8)))
+        guard let notifying = readLine(from: stdout), notifying.contains("notifying") else {
+            Issue.record("no subscription after: \(said()); birdctl said: \(watch.stderr)")
+            return
+        }
+        try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("6".utf8)))
+        let line = try #require(readLine(from: stdout), "no result: \(said()); birdctl said: \(watch.stderr)")
+        let result = try ProxyEndToEndTests.json(line)
+        #expect(await client.exited() == 0)
+        #expect(result["error"] == nil && result["while_off"] as? [String] == [], "\(result)")
+        #expect(result["notified"] as? String == "36", "\(result)")
+        #expect(try await fake.calls().filter { $0 == "AcquireNotify \(level)" }.count == 2)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit() == 0)
+    }
+
+    /// A characteristic's properties in the fake, nil once its object is gone.
+    static func characteristic(_ fake: FakeBlueZ, _ path: String) async throws -> [String: DBusValue]? {
+        let tree = try await fake.managedObjects()
+        return tree.dictionaryEntries?.first { $0.key.objectPath?.rawValue == path }?.value.dictionaryEntries?
+            .first { $0.key.string == "org.bluez.GattCharacteristic1" }?.value.propertyMap
+    }
+
     /// The client's steps on a link to the thermometer, each with its result.
     static func steps(_ steps: String, fake: FakeBlueZ, watch: BirdctlProcess) async throws -> [[String]] {
         let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
