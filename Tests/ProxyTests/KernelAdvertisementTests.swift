@@ -1,3 +1,7 @@
+import DBus
+import Glibc
+import Synchronization
+import TestProcesses
 import Testing
 
 @testable import Proxy
@@ -50,5 +54,37 @@ struct KernelAdvertisementTests {
         let overrun = Array(long.prefix(16 * 31)) + [0xFF, 0x16] + [UInt8](repeating: 0, count: 100)
         let cut = try #require(KernelAdvertisement.parse(Self.event(data: overrun)))
         #expect(cut.advertisement.data.count == 16 * 31)
+    }
+
+    /// The channel as a socket pair: an adapter in use whose advertisement
+    /// came from the kernel is covered (its rebuilt ones are not passed on),
+    /// one not in use is ignored, another event is nothing; when the channel
+    /// ends, no adapter is covered any more.
+    @Test func anAdapterHeardThroughTheChannelIsCoveredUntilItEnds() async throws {
+        var fds: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+        let loop = EventLoop()
+        loop.start()
+        defer { loop.stop() }
+        let heard = Mutex<[UInt64]>([])
+        let (channel, kernelSide) = (fds[0], fds[1])
+        let kernel = await Self.onLoop(loop) {
+            KernelAdvertisements(fd: channel, loop: loop, inUse: { $0 == 1 }, heard: { advertisement in
+                heard.withLock { $0.append(advertisement.address) }
+            })
+        }
+        for event in [Self.event(index: 2), Self.event(code: 0x000B), Self.event(index: 1)] {
+            #expect(send(kernelSide, event, event.count, 0) == event.count)
+        }
+        #expect(await poll { heard.withLock { $0 } == [0xF0B1_7D00_0001] })
+        #expect(await Self.onLoop(loop) { [kernel.covers(adapter: "/org/bluez/hci1"), kernel.covers(adapter: "/org/bluez/hci2")] } == [true, false])
+        close(kernelSide)
+        #expect(await poll { await Self.onLoop(loop) { !kernel.covers(adapter: "/org/bluez/hci1") } })
+        await Self.onLoop(loop) { kernel.close() }
+    }
+
+    /// `body`'s value, computed on the loop.
+    static func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in loop.execute { continuation.resume(returning: body()) } }
     }
 }

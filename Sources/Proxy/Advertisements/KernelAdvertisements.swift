@@ -24,7 +24,8 @@ public final class KernelAdvertisements: @unchecked Sendable {
         BluetoothManagement.open().map { KernelAdvertisements(fd: $0, loop: loop, inUse: inUse, heard: heard) }
     }
 
-    private init(fd: Int32, loop: EventLoop, inUse: @escaping (UInt16) -> Bool, heard: @escaping (BluetoothLERawAdvertisement) -> Void) {
+    /// Reads events from `fd` (the channel, or a test's socket). On the loop.
+    init(fd: Int32, loop: EventLoop, inUse: @escaping (UInt16) -> Bool, heard: @escaping (BluetoothLERawAdvertisement) -> Void) {
         reader = DatagramReader(
             fd: fd, maximumSize: Self.maximumEvent, loop: loop,
             onDatagram: { [unowned self] event in
