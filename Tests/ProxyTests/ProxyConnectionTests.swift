@@ -45,23 +45,9 @@ struct ProxyConnectionTests {
         let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
         _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))
 
-        let client = try ChildProcess(
-            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, Self.level, "2a"], stdout: .pipe, stderr: .pipe)
-        let stdout = try #require(client.stdout)
-        guard let notifying = readLine(from: stdout) else {
-            let said = client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? ""
-            Issue.record("the client did not subscribe: \(said); birdctl said: \(watch.stderr)")
-            return
-        }
-        #expect(notifying.contains("notifying"), "\(notifying)")
-        try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("7".utf8)))
-        guard let line = readLine(from: stdout) else {
-            let said = client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? ""
-            Issue.record("no result: \(said); birdctl said: \(watch.stderr)")
-            return
-        }
-        let result = try ProxyEndToEndTests.json(line)
-        #expect(await client.exited() == 0)
+        let client = try Client(port: port, [Self.level, "2a"], watch: watch)
+        guard let result = try await client.result(notifying: "7", fake: fake, holding: "feature_flags") else { return }
+        #expect(await client.process.exited() == 0)
 
         #expect(result["feature_flags"] as? Int == 63)
         #expect(result["read"] as? String == "39" && result["read_after_write"] as? String == "2a", "\(result)")
@@ -99,19 +85,9 @@ struct ProxyConnectionTests {
         let watch = try BirdctlProcess(
             ["watch", "--all", "alpha", "--json", "--notify-method", "start", "--proxy", "127.0.0.1:0"], environment: fake.environment)
         let port = try #require(await ProxyCommandTests.proxyPort(of: watch), "\(watch.stderr)")
-        let client = try ChildProcess(
-            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, Self.level, "--cached"],
-            stdout: .pipe, stderr: .pipe)
-        let stdout = try #require(client.stdout)
-        let said = { client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? "" }
-        guard let notifying = readLine(from: stdout), notifying.contains("notifying") else {
-            Issue.record("the client did not subscribe: \(said()); birdctl said: \(watch.stderr)")
-            return
-        }
-        try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("7".utf8)))
-        let line = try #require(readLine(from: stdout), "no result: \(said()); birdctl said: \(watch.stderr)")
-        let result = try ProxyEndToEndTests.json(line)
-        #expect(await client.exited() == 0)
+        let client = try Client(port: port, [Self.level, "--cached"], watch: watch)
+        guard let result = try await client.result(notifying: "7", fake: fake, holding: "connects") else { return }
+        #expect(await client.process.exited() == 0)
 
         #expect(result["error"] == nil, "\(result); birdctl said: \(watch.stderr)")
         #expect(result["connects"] as? [Bool] == [false, true], "\(result)")
@@ -136,26 +112,13 @@ struct ProxyConnectionTests {
         // The bird subscribes before its first reading: the delay is the client's.
         _ = try await watch.line(containing: "\"reading\"", within: .seconds(30))
         try await fake.call("DelayNext", .string("AcquireNotify"), .double(1.5))
-        let client = try ChildProcess(
-            ProxyEndToEndTests.python, [Self.script, String(port), "-", Self.thermometer, Self.level, "--overlap"],
-            stdout: .pipe, stderr: .pipe)
-        let stdout = try #require(client.stdout)
-        let said = { client.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? "" }
-        guard let ready = readLine(from: stdout), ready.contains("ready") else {
-            Issue.record("the client did not get that far: \(said()); birdctl said: \(watch.stderr)")
-            return
-        }
+        let client = try Client(port: port, [Self.level, "--overlap"], watch: watch)
+        guard client.line(containing: "ready") != nil else { return }
         let level = "\(Self.path(Self.thermometer))/service000a/char000b"
         #expect(try await Self.characteristic(fake, level)?["NotifyAcquired"]?.bool == false, "the socket was kept")
         try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("5".utf8)))
-        guard let notifying = readLine(from: stdout), notifying.contains("notifying") else {
-            Issue.record("no subscription after: \(said()); birdctl said: \(watch.stderr)")
-            return
-        }
-        try await fake.call("PushValue", .string(Self.thermometer), .string(Self.level), .bytes(Array("6".utf8)))
-        let line = try #require(readLine(from: stdout), "no result: \(said()); birdctl said: \(watch.stderr)")
-        let result = try ProxyEndToEndTests.json(line)
-        #expect(await client.exited() == 0)
+        guard let result = try await client.result(notifying: "6", fake: fake, holding: "while_off") else { return }
+        #expect(await client.process.exited() == 0)
         #expect(result["error"] == nil && result["while_off"] as? [String] == [], "\(result)")
         #expect(result["notified"] as? String == "36", "\(result)")
         #expect(try await fake.calls().filter { $0 == "AcquireNotify \(level)" }.count == 2)
@@ -168,6 +131,38 @@ struct ProxyConnectionTests {
         let tree = try await fake.managedObjects()
         return tree.dictionaryEntries?.first { $0.key.objectPath?.rawValue == path }?.value.dictionaryEntries?
             .first { $0.key.string == "org.bluez.GattCharacteristic1" }?.value.propertyMap
+    }
+
+    /// `fixtures/proxy/esphome_connect.py` on the thermometer through the proxy at `port`.
+    struct Client {
+        let process: ChildProcess
+        let stdout: FileHandle
+        let watch: BirdctlProcess
+
+        init(port: Int, _ arguments: [String], watch: BirdctlProcess) throws {
+            process = try ChildProcess(
+                ProxyEndToEndTests.python, [ProxyConnectionTests.script, String(port), "-", ProxyConnectionTests.thermometer] + arguments,
+                stdout: .pipe, stderr: .pipe)
+            stdout = try #require(process.stdout)
+            self.watch = watch
+        }
+
+        /// The client's next line if it holds `word`; else nil, recorded
+        /// with what the client and birdctl said.
+        func line(containing word: String) -> String? {
+            if let line = readLine(from: stdout), line.contains(word) { return line }
+            let said = process.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? ""
+            Issue.record("no \(word) from the client: \(said); birdctl said: \(watch.stderr)")
+            return nil
+        }
+
+        /// Once the client says it is notified of the level, the device
+        /// notifies `value`; then the client's result (its line holding `word`).
+        func result(notifying value: String, fake: FakeBlueZ, holding word: String) async throws -> [String: Any]? {
+            guard line(containing: "notifying") != nil else { return nil }
+            try await fake.call("PushValue", .string(ProxyConnectionTests.thermometer), .string(ProxyConnectionTests.level), .bytes(Array(value.utf8)))
+            return try line(containing: word).map(ProxyEndToEndTests.json)
+        }
     }
 
     /// The client's steps on a link to the thermometer, each with its result.
