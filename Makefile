@@ -454,7 +454,9 @@ bench-venv: deps-bench
 
 # birdctl beside the floor (bench/floor.c), bleak and simplepyble against the
 # fake BlueZ; prints the table and writes .build/bench/results.md; then three
-# gateways sharing a broker (bench/gateways_bench.py, .build/bench/gateways.md).
+# gateways sharing a broker (bench/gateways_bench.py, .build/bench/gateways.md);
+# then, where the proxy is built, the proxy with Home Assistant's client
+# libraries (bench/proxy_bench.py, .build/bench/proxy.md).
 # QUICK=1: fewer runs and smaller bursts, to try the harness.
 bench-fake: bench-venv release
 	cc -O2 -Wall -o $(BENCH)/floor bench/floor.c $$(pkg-config --cflags --libs dbus-1)
@@ -462,6 +464,9 @@ bench-fake: bench-venv release
 	/usr/bin/python3 bench/run.py .build/release/birdctl $(BENCH)/floor $(BENCH)/measure $(BENCH)/venv/bin/python \
 	    $(BENCH)/results.md $(if $(QUICK),--quick)
 	/usr/bin/python3 bench/gateways_bench.py .build/release/birdctl $(BENCH)/gateways.md $(if $(QUICK),--quick)
+	rm -f $(BENCH)/proxy.md
+	$(if $(PROXY_BUILT),/usr/bin/python3 bench/proxy_bench.py .build/release/birdctl $(PROXY_VENV)/bin/python \
+	    $(BENCH)/proxy.md $(if $(QUICK),--quick))
 
 # In the VM: real bluetoothd, a Bumble bird; the CPU of client + dbus-daemon +
 # bluetoothd, loss and latency for birdctl (both ways), bleak and bluetoothctl

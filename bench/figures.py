@@ -4,8 +4,9 @@ link to, made from the tables one run wrote.
 
     bench/figures.py BENCH_DIRECTORY PAGE PLATFORM...
 
-From BENCH_DIRECTORY (.build/bench): results.md (bench/run.py) and
-gateways.md (bench/gateways_bench.py), written by `make bench-fake`, and
+From BENCH_DIRECTORY (.build/bench): results.md (bench/run.py),
+gateways.md (bench/gateways_bench.py) and, where the proxy was built,
+proxy.md (bench/proxy_bench.py), written by `make bench-fake`, and
 system-PLATFORM.md (fixtures/vm/system_bench.py) for each PLATFORM, written
 by `make bench-system`. The tables go in as they are; the page adds its
 header and headings, and puts the RATIO lines in code blocks.
@@ -31,9 +32,9 @@ def fenced_ratios(text):
     return '\n'.join(out).strip()
 
 
-def page(fake, gateways, systems):
-    '''The page: `fake` and `gateways` as bench-fake wrote them, `systems`
-    [(platform, text)] as bench-system wrote them.'''
+def page(fake, gateways, proxy, systems):
+    '''The page: `fake`, `gateways` and `proxy` (None: not built) as
+    bench-fake wrote them, `systems` [(platform, text)] as bench-system wrote them.'''
     names = ' and '.join(f'{PLATFORMS.get(p, p)} ({p})' for p, _ in systems)
     lines = [
         '# Figures',
@@ -54,6 +55,7 @@ def page(fake, gateways, systems):
         '',
         fenced_ratios(gateways),
         '',
+        *(['### The Bluetooth proxy', '', fenced_ratios(proxy), ''] if proxy else []),
         '## On real bluetoothd (`make bench-system`)',
     ]
     for platform, text in systems:
@@ -64,13 +66,16 @@ def page(fake, gateways, systems):
 def main():
     directory, output, platforms = sys.argv[1], sys.argv[2], sys.argv[3:]
 
-    def read(name):
+    def read(name, needed=True):
         path = os.path.join(directory, name)
         if not os.path.exists(path):
+            if not needed:
+                return None
             sys.exit(f'figures: no {path} (make bench writes it)')
         with open(path) as f:
             return f.read()
-    text = page(read('results.md'), read('gateways.md'), [(p, read(f'system-{p}.md')) for p in platforms])
+    text = page(read('results.md'), read('gateways.md'), read('proxy.md', needed=False),
+                [(p, read(f'system-{p}.md')) for p in platforms])
     with open(output, 'w') as out:
         out.write(text)
     print(f'figures: wrote {output}')
