@@ -37,4 +37,17 @@ struct RebuiltAdvertisementTests {
         #expect(many.data.count <= RebuiltAdvertisement.maximumBytes && many.data.count > 400)
         #expect(RebuiltAdvertisement.uuidBytes("not a uuid") == nil)
     }
+
+    /// UUIDs as BlueZ writes them (either case): 16-bit ones on the base
+    /// UUID in two bytes, others in sixteen, little-endian; anything else none.
+    @Test func uuidsAsADWritesThem() {
+        #expect(RebuiltAdvertisement.uuidBytes("0000180F-0000-1000-8000-00805F9B34FB") == [0x0F, 0x18])
+        #expect(RebuiltAdvertisement.uuidBytes("0001180f-0000-1000-8000-00805f9b34fb")?.count == 16)
+        #expect(RebuiltAdvertisement.uuidBytes("0000180f-0000-1000-8000-00805f9b34fc")?.first == 0xFC)
+        for bad in ["", "0000180f-0000-1000-8000-00805f9b34f", "0000180f-0000-1000-8000-00805f9b34fbb",
+            "0000180g-0000-1000-8000-00805f9b34fb", "0000180f-0000-1000-8000-00805f9b34fb00"]
+        {
+            #expect(RebuiltAdvertisement.uuidBytes(bad) == nil, "\(bad)")
+        }
+    }
 }

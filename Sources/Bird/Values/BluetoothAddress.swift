@@ -7,10 +7,17 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
 
     /// From `AA:BB:CC:DD:EE:FF` in either case; nil for anything else.
     public init?(_ text: some StringProtocol) {
-        let bytes = text.utf8
-        guard bytes.count == 17 else { return nil }
+        self.init(String(text))
+    }
+
+    /// The same for a `String` (each device BlueZ signals is one: read here
+    /// without the generic view's cost).
+    public init?(_ text: String) {
+        guard text.utf8.count == 17 else { return nil }
         var value: UInt64 = 0
-        for (index, byte) in bytes.enumerated() {
+        var index = 0
+        for byte in text.utf8 {
+            defer { index += 1 }
             if index % 3 == 2 {
                 guard byte == UInt8(ascii: ":") else { return nil }
                 continue

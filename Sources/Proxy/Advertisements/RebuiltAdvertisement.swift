@@ -54,20 +54,37 @@ public enum RebuiltAdvertisement {
         return data
     }
 
-    /// The Bluetooth base UUID's last 96 bits, as BlueZ writes them.
-    static let baseSuffix = "-0000-1000-8000-00805f9b34fb"
+    /// The Bluetooth base UUID (0000xxxx-0000-1000-8000-00805f9b34fb) past its 16-bit part.
+    static let baseTail: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
 
     /// A UUID as AD writes it, little-endian: 2 bytes for a 16-bit one (on the
-    /// base UUID), else all 16; nil for text that is no UUID.
+    /// base UUID), else all 16; nil for text that is no UUID. Read from the
+    /// text's bytes: each device signalled has its UUIDs turned so.
     static func uuidBytes(_ text: String) -> [UInt8]? {
-        let hex = text.lowercased().filter { $0 != "-" }
-        guard hex.count == 32, hex.allSatisfy(\.isHexDigit), hex.allSatisfy(\.isASCII) else { return nil }
-        let digits = Array(hex)
-        let bytes = stride(from: 0, to: 32, by: 2).map { UInt8(String(digits[$0...($0 + 1)]), radix: 16)! }
-        if text.lowercased().hasSuffix(baseSuffix), text.lowercased().hasPrefix("0000") {
-            return [bytes[3], bytes[2]]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        var high: UInt8?
+        for byte in text.utf8 where byte != UInt8(ascii: "-") {
+            guard let digit = hexValue(byte), bytes.count < 16 else { return nil }
+            if let first = high {
+                bytes.append(first << 4 | digit)
+                high = nil
+            } else {
+                high = digit
+            }
         }
+        guard bytes.count == 16, high == nil else { return nil }
+        if bytes[0] == 0, bytes[1] == 0, bytes[4...].elementsEqual(baseTail) { return [bytes[3], bytes[2]] }
         return bytes.reversed()
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: nil
+        }
     }
 }
 
