@@ -32,7 +32,7 @@ public enum BluetoothManagement {
     static func hasNetworkAdministration() -> Bool {
         guard let status = ProcessUsage.read("/proc/self/status"),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-            let bits = UInt64(line.dropFirst("CapEff:".count).trimmingPrefix(while: \.isWhitespace), radix: 16)
+            let bits = UInt64(line.dropFirst("CapEff:".count).drop(while: \.isWhitespace), radix: 16)
         else { return false }
         return bits & (1 << 12) != 0
     }
