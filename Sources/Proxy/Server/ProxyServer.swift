@@ -21,11 +21,13 @@ public final class ProxyServer: @unchecked Sendable {
         }
     }
 
-    /// At most this many advertisements wait for the next batch (the oldest go first).
-    static let maximumPending = 256
     /// Advertisements per message, as ESPHome sends them: a message stays
     /// far below a frame's 64 KiB whatever the peers advertise.
     static let batchSize = 16
+    /// How long an advertisement waits for others to fill its message: a
+    /// send costs far more than a message's bytes, and Home Assistant does
+    /// not notice 20 ms.
+    static let batchWindow = Duration.milliseconds(20)
 
     private let loop: EventLoop
     private var server: StreamServer!
@@ -36,6 +38,8 @@ public final class ProxyServer: @unchecked Sendable {
     /// The Bluetooth side of the links; without it no connect is let through.
     public weak var bluetooth: ProxyBluetooth?
     private var pending: [BluetoothLERawAdvertisement] = []
+    /// Armed while advertisements wait for their message (`batchWindow`).
+    private var flushTimer: EventLoop.TimerID?
     /// Who the proxy says it is, once known: it never changes after (Home
     /// Assistant keys the proxy on its MAC address).
     private var identity: ProxySession.Identity?
@@ -87,7 +91,6 @@ public final class ProxyServer: @unchecked Sendable {
                 slotsChanged()
             }
         }
-        loop.addBeforePollHook { [weak self] in self?.flush() }
     }
 
     /// Released on the loop, or after `stop()` there.
@@ -98,17 +101,26 @@ public final class ProxyServer: @unchecked Sendable {
         connections.values.filter { $0.isOpen && $0.session.advertisementsWanted }.count
     }
 
-    /// An advertisement as heard; it goes out with the next batch.
+    /// An advertisement as heard: it goes out when a message is full, or
+    /// `batchWindow` after the first of its message was heard.
     public func advertise(_ advertisement: BluetoothLERawAdvertisement) {
         guard connections.values.contains(where: { $0.isOpen && $0.session.advertisementsWanted }) else { return }
-        if pending.count >= Self.maximumPending { pending.removeFirst() }
         pending.append(advertisement)
+        if pending.count >= Self.batchSize { return flush() }
+        if flushTimer == nil {
+            flushTimer = loop.schedule(after: Self.batchWindow) { [weak self] in
+                self?.flushTimer = nil
+                self?.flush()
+            }
+        }
     }
 
     /// Each client is told goodbye (DisconnectRequest, as ESPHome says it
     /// at shutdown: Home Assistant reconnects later without an error), then
     /// the server closes.
     public func stop() {
+        if let flushTimer { loop.cancel(flushTimer) }
+        flushTimer = nil
         for connection in connections.values { connection.sayGoodbye() }
         server.stop()
     }
@@ -193,6 +205,8 @@ public final class ProxyServer: @unchecked Sendable {
     }
 
     private func flush() {
+        if let flushTimer { loop.cancel(flushTimer) }
+        flushTimer = nil
         guard !pending.isEmpty else { return }
         send(pending, to: connections.values.filter { $0.isOpen && $0.session.advertisementsWanted })
         pending.removeAll(keepingCapacity: true)
