@@ -7,37 +7,23 @@ is left out of "ms").
 
 usage: esphome_reads.py PORT ADDRESS CHARACTERISTIC_UUID RUNS   (plaintext, on loopback)"""
 import asyncio
-import contextlib
 import json
+import os
 import sys
 import time
 
 from aioesphomeapi import APIClient
-from bleak.backends.device import BLEDevice
-from bleak_esphome.backend.cache import ESPHomeBluetoothCache
-from bleak_esphome.backend.client import ESPHomeClient, ESPHomeClientData
-from bleak_esphome.backend.device import ESPHomeBluetoothDevice
+from bleak_esphome.backend.client import ESPHomeClient
 
-
-class Scanner:
-    connecting = staticmethod(contextlib.nullcontext)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../fixtures/proxy'))
+from esphome_connect import linkable  # noqa: E402
 
 
 async def main(port, address, uuid, runs):
     api = APIClient('127.0.0.1', port, '')
     await api.connect(login=True)
-    info = await api.device_info()
-    device = ESPHomeBluetoothDevice(info.name, info.mac_address, available=True)
-    slots = asyncio.get_running_loop().create_future()
-
-    def free(free, limit):
-        device.async_update_ble_connection_limits(free, limit)
-        slots.done() or slots.set_result(None)
-    api.subscribe_bluetooth_connections_free(free)
-    await asyncio.wait_for(slots, 10)
-    data = ESPHomeClientData(bluetooth_device=device, cache=ESPHomeBluetoothCache(), client=api, device_info=info,
-                             api_version=api.api_version, title=info.name, scanner=Scanner())
-    ble_device = BLEDevice(address, None, {'source': info.mac_address, 'address_type': 1}, -60)
+    _, data, ble_device = await linkable(api, address, [])
+    device = data.bluetooth_device
     times, value = [], None
     for _ in range(runs + 1):
         client = ESPHomeClient(ble_device, client_data=data)

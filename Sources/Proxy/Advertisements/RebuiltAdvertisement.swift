@@ -65,7 +65,7 @@ public enum RebuiltAdvertisement {
         bytes.reserveCapacity(16)
         var high: UInt8?
         for byte in text.utf8 where byte != UInt8(ascii: "-") {
-            guard let digit = hexValue(byte), bytes.count < 16 else { return nil }
+            guard let digit = BluetoothAddress.hexValue(byte), bytes.count < 16 else { return nil }
             if let first = high {
                 bytes.append(first << 4 | digit)
                 high = nil
@@ -76,15 +76,6 @@ public enum RebuiltAdvertisement {
         guard bytes.count == 16, high == nil else { return nil }
         if bytes[0] == 0, bytes[1] == 0, bytes[4...].elementsEqual(baseTail) { return [bytes[3], bytes[2]] }
         return bytes.reversed()
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        default: nil
-        }
     }
 }
 
