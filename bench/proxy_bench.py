@@ -6,7 +6,7 @@ venv).
 
 - Advertisements: 1,000 devices that are not Birds, heard 1,000 times a
   second in all (the fake's Advertisers), for SECONDS: birdctl's CPU per
-  advertisement passed on to one client subscribed to raw advertisements,
+  advertisement heard, with one client subscribed to raw advertisements,
   beside the same watch without the proxy, which hears them all the same
   (the difference is what passing them on costs); how many of those heard
   reached the client; the watch's RSS at the window's start and end.
@@ -83,8 +83,8 @@ def advertisements(birdctl, python, proxied, seconds, warm_up=5):
     with PrivateBlueZ() as bluez:
         bluez.control('Advertisers', dbus.UInt32(ADVERTISERS), dbus.UInt32(PER_SECOND))
         watch = Watch(birdctl, bluez.env, *(['--proxy', '127.0.0.1:0'] if proxied else []))
+        counter = None
         try:
-            counter = None
             if proxied:
                 counter = subprocess.Popen([python, os.path.join(PEERS, 'esphome_counter.py'), str(watch.port()),
                                             str(warm_up + seconds)], stdout=subprocess.PIPE, text=True)
@@ -109,6 +109,8 @@ def advertisements(birdctl, python, proxied, seconds, warm_up=5):
             passed = counted[warm_up + seconds] - counted[warm_up] if counter else 0
             return (cpu1 - cpu0) * 1000 / max(heard, 1), heard, passed, rss0, rss1
         finally:
+            if counter and counter.poll() is None:
+                counter.kill()
             watch.stop()
 
 
@@ -166,12 +168,15 @@ def main():
         f'| `birdctl read` (a process; its three fields) | {spread(direct)} | 1.00× |',
         f'| through the proxy (connect, read, disconnect) | {spread(through)} | {ratio:.2f}× |',
     ]
+    lines += [
+        '',
+        'RATIO proxy-read-wall proxy/birdctl-read: %.2f' % ratio,
+        'RATIO proxy-cpu-per-advertisement proxied/alone: %.2f' % (proxied[0] / alone[0] if alone[0] else 0),
+    ]
     text = '\n'.join(lines) + '\n'
     print(text, flush=True)
     with open(output, 'w') as out:
         out.write(text)
-    print('RATIO proxy-read-wall proxy/birdctl-read: %.2f' % ratio)
-    print('RATIO proxy-cpu-per-advertisement proxied/alone: %.2f' % (proxied[0] / alone[0] if alone[0] else 0))
 
 
 if __name__ == '__main__':

@@ -150,9 +150,10 @@ struct ProxyConnectionTests {
         /// The client's next line if it holds `word`; else nil, recorded
         /// with what the client and birdctl said.
         func line(containing word: String) -> String? {
-            if let line = readLine(from: stdout), line.contains(word) { return line }
+            let line = readLine(from: stdout)
+            if let line, line.contains(word) { return line }
             let said = process.stderr.flatMap { String(data: $0.readDataToEndOfFile(), encoding: .utf8) } ?? ""
-            Issue.record("no \(word) from the client: \(said); birdctl said: \(watch.stderr)")
+            Issue.record("no \(word) from the client (it said \(line ?? "nothing")): \(said); birdctl said: \(watch.stderr)")
             return nil
         }
 

@@ -4,7 +4,8 @@ import DBus
 
 /// The ESPHome native API served on the loop: Home Assistant connects (at
 /// most `maximumClients` at once), and the advertisements heard go to each
-/// client that subscribed, in one batch per loop wake-up. Loop-confined.
+/// client that subscribed, in messages of up to 16, each at most
+/// `batchWindow` after the first in it was heard. Loop-confined.
 public final class ProxyServer: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// nil: every address.
