@@ -25,7 +25,7 @@ final class Session: @unchecked Sendable {
         do {
             connection = try Connection.system(startingLoop: false)
         } catch {
-            let address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "the default socket"
+            let address = Connection.systemBusAddress ?? "the default socket"
             Diagnostics.error("cannot connect to the system bus at \(address): \(error.message)")
             throw .bluetoothUnavailable
         }

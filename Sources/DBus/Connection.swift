@@ -56,6 +56,16 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: Opening and closing
 
+    /// The system bus's address as `DBUS_SYSTEM_BUS_ADDRESS` sets it; nil: the standard socket.
+    public static var systemBusAddress: String? { getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } }
+
+    /// Whether `system` opens the machine's own system bus: the standard
+    /// socket, by default or named (as containers often set it).
+    public static var isStandardSystemBus: Bool {
+        guard let address = systemBusAddress else { return true }
+        return ["unix:path=/run/dbus/system_bus_socket", "unix:path=/var/run/dbus/system_bus_socket"].contains(address)
+    }
+
     /// The system bus: `DBUS_SYSTEM_BUS_ADDRESS` if set, else the standard socket.
     /// `startingLoop` false: the caller runs `loop.runOnCurrentThread()` (and
     /// so cannot use `callBlocking`, which needs the loop on another thread).

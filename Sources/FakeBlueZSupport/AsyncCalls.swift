@@ -44,13 +44,13 @@ extension BlueZClient {
 }
 
 extension EventLoop {
-    /// Runs `body` on the loop and waits for it; its error is thrown here.
-    public func runAndWait(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+    /// Runs `body` on the loop and waits for it: its value, or its error thrown here.
+    @discardableResult
+    public func runAndWait<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             execute {
                 do {
-                    try body()
-                    continuation.resume()
+                    continuation.resume(returning: try body())
                 } catch {
                     continuation.resume(throwing: error)
                 }

@@ -2,7 +2,6 @@ import Bird
 import BirdctlCLI
 import BlueZ
 import DBus
-import Glibc
 import Health
 import Proxy
 
@@ -34,7 +33,7 @@ final class LinkedProxyEngine: ProxyEngine, @unchecked Sendable {
         guests = GuestBluetooth(driver: central, server: server)
         server.bluetooth = guests
         // A bluetoothd on another bus than the system's (a test's fake) is not this kernel's.
-        guard Self.onTheSystemBus else {
+        guard Connection.isStandardSystemBus else {
             said("proxy: advertisements rebuilt from BlueZ (bluetoothd is not on the system bus)")
             return
         }
@@ -48,13 +47,6 @@ final class LinkedProxyEngine: ProxyEngine, @unchecked Sendable {
         case .failure(let reason):
             said("proxy: advertisements rebuilt from BlueZ (the kernel's Bluetooth management channel: \(reason))")
         }
-    }
-
-    /// Whether birdctl talks to the system bus: `DBUS_SYSTEM_BUS_ADDRESS`
-    /// unset, or the standard socket (as containers often set it).
-    static var onTheSystemBus: Bool {
-        guard let address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map({ String(cString: $0) }) else { return true }
-        return ["unix:path=/run/dbus/system_bus_socket", "unix:path=/var/run/dbus/system_bus_socket"].contains(address)
     }
 
     var port: UInt16 { server.port }

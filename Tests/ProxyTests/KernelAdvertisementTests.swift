@@ -1,4 +1,5 @@
 import DBus
+import FakeBlueZSupport
 import Glibc
 import Synchronization
 import TestProcesses
@@ -68,7 +69,7 @@ struct KernelAdvertisementTests {
         defer { loop.stop() }
         let heard = Mutex<[UInt64]>([])
         let (channel, kernelSide) = (fds[0], fds[1])
-        let kernel = await Self.onLoop(loop) {
+        let kernel = try await loop.runAndWait {
             KernelAdvertisements(fd: channel, loop: loop, inUse: { $0 == 1 }, heard: { advertisement in
                 heard.withLock { $0.append(advertisement.address) }
             })
@@ -77,14 +78,9 @@ struct KernelAdvertisementTests {
             #expect(send(kernelSide, event, event.count, 0) == event.count)
         }
         #expect(await poll { heard.withLock { $0 } == [0xF0B1_7D00_0001] })
-        #expect(await Self.onLoop(loop) { [kernel.covers(adapter: "/org/bluez/hci1"), kernel.covers(adapter: "/org/bluez/hci2")] } == [true, false])
+        #expect(try await loop.runAndWait { [kernel.covers(adapter: "/org/bluez/hci1"), kernel.covers(adapter: "/org/bluez/hci2")] } == [true, false])
         close(kernelSide)
-        #expect(await poll { await Self.onLoop(loop) { !kernel.covers(adapter: "/org/bluez/hci1") } })
-        await Self.onLoop(loop) { kernel.close() }
-    }
-
-    /// `body`'s value, computed on the loop.
-    static func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in loop.execute { continuation.resume(returning: body()) } }
+        #expect(try await poll { try await loop.runAndWait { !kernel.covers(adapter: "/org/bluez/hci1") } })
+        try await loop.runAndWait { kernel.close() }
     }
 }

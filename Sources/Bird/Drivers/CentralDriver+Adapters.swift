@@ -7,10 +7,13 @@ extension CentralDriver {
     /// The adapters in use: the pool's, or the one chosen.
     var adaptersInUse: [ObjectPath] { pool?.members.map(\.path) ?? core.adapter.map { [$0.path] } ?? [] }
 
-    /// Whether the kernel's adapter `index` (bluetoothd's `hciN`) is one in use.
+    /// Whether the kernel's adapter `index` (bluetoothd's `hciN`) is one in
+    /// use. Asked per advertisement: no array of paths is made for it.
     public func isInUse(adapterIndex index: UInt16) -> Bool {
         loop.assertInLoop()
-        return adaptersInUse.contains { $0.rawValue.hasSuffix("/hci\(index)") }
+        let name = "/hci\(index)"
+        guard let pool else { return core.adapter?.path.rawValue.hasSuffix(name) ?? false }
+        return pool.members.contains { $0.path.rawValue.hasSuffix(name) }
     }
 
     /// Each adapter in use, and those tried before: links, limit and counts (on the loop).

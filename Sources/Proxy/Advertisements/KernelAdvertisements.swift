@@ -39,10 +39,13 @@ public final class KernelAdvertisements: @unchecked Sendable {
             })
     }
 
-    /// Whether the adapter at `path` (`/org/bluez/hciN`) has its advertisements from the kernel.
+    /// Whether the adapter at `path` (`/org/bluez/hciN`) has its
+    /// advertisements from the kernel. Asked per device signalled.
     public func covers(adapter path: ObjectPath) -> Bool {
-        guard let name = path.rawValue.split(separator: "/").last, name.hasPrefix("hci"), let index = UInt16(name.dropFirst(3))
-        else { return false }
+        let text = path.rawValue
+        guard !reporting.isEmpty, let slash = text.lastIndex(of: "/") else { return false }
+        let name = text[text.index(after: slash)...]
+        guard name.hasPrefix("hci"), let index = UInt16(name.dropFirst(3)) else { return false }
         return reporting.contains(index)
     }
 

@@ -54,7 +54,7 @@ public enum RebuiltAdvertisement {
         return data
     }
 
-    /// The Bluetooth base UUID (0000xxxx-0000-1000-8000-00805f9b34fb) past its 16-bit part.
+    /// The Bluetooth base UUID's bytes past its 16-bit part (the last 12 of 16).
     static let baseTail: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
 
     /// A UUID as AD writes it, little-endian: 2 bytes for a 16-bit one (on the
